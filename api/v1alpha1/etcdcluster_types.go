@@ -1,0 +1,323 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// EtcdClusterSpec is the desired state of an etcd cluster.
+// Version rules guard etcd's upgrade contract: members of adjacent minor versions can run together, so a
+// cluster moves one minor version at a time, and etcd cannot roll back a minor version once the cluster
+// version has moved.
+// +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="storageClassName is immutable: existing volumes cannot move to another storage class"
+type EtcdClusterSpec struct {
+	// Version of etcd to run, as X.Y.Z. The image tag is v<version>.
+	// Patch versions may go up or down; minor versions only up, one at a time.
+	// +required
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|[1-9][0-9]{0,3})[.](0|[1-9][0-9]{0,3})[.](0|[1-9][0-9]{0,3})$')",message="version must be a semantic version X.Y.Z such as 3.5.17 (no 'v' prefix, no suffix)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || int(self.split('.')[0]) == int(oldSelf.split('.')[0])",message="changing etcd's major version is not supported"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || int(self.split('.')[0]) != int(oldSelf.split('.')[0]) || int(self.split('.')[1]) >= int(oldSelf.split('.')[1])",messageExpression="'downgrading etcd from ' + oldSelf + ' to ' + self + ' is not supported: etcd cannot roll back a minor version (patch versions of the same minor may go down)'"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || int(self.split('.')[0]) != int(oldSelf.split('.')[0]) || int(self.split('.')[1]) <= int(oldSelf.split('.')[1]) + 1",messageExpression="'upgrading etcd from ' + oldSelf + ' to ' + self + ' skips a minor version: upgrade one minor version at a time (e.g. 3.4 -> 3.5 -> 3.6)'"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="etcd version",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	Version string `json:"version"`
+
+	// Replicas is the number of etcd members: 1, 3, 5 or 7.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:XValidation:rule="self in [1, 3, 5, 7]",message="replicas must be 1, 3, 5 or 7: etcd needs a majority of members to agree, so an even size tolerates no more failures than the odd size below it while needing more members to agree"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Members",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// StorageSize is the size of each member's data volume. It can grow (when the storage class allows
+	// volume expansion) but never shrink.
+	// +optional
+	// +kubebuilder:default="8Gi"
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0'))",message="storageSize must be a positive quantity such as 10Gi"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || !isQuantity(string(oldSelf)) || quantity(string(self)).compareTo(quantity(string(oldSelf))) >= 0",message="storageSize can only grow: a persistent volume cannot be shrunk"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Storage size per member",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	StorageSize resource.Quantity `json:"storageSize,omitempty"`
+
+	// StorageClassName of the members' data volumes; empty uses the cluster's default class. Immutable.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Storage class",xDescriptors={"urn:alm:descriptor:io.kubernetes:StorageClass"}
+	StorageClassName *string `json:"storageClassName,omitempty"`
+
+	// BackupSchedule is a cron schedule (5 fields, or a macro such as @daily) for periodic backups.
+	// Empty disables scheduled backups.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([@](yearly|annually|monthly|weekly|daily|midnight|hourly)|([*?]|[0-5]?[0-9](-[0-5]?[0-9])?)([/][1-9][0-9]*)?(,([*?]|[0-5]?[0-9](-[0-5]?[0-9])?)([/][1-9][0-9]*)?)*[ ]+([*?]|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)([/][1-9][0-9]*)?(,([*?]|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)([/][1-9][0-9]*)?)*[ ]+([*?]|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)([/][1-9][0-9]*)?(,([*?]|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)([/][1-9][0-9]*)?)*[ ]+([*?]|(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)))?)([/][1-9][0-9]*)?(,([*?]|(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)))?)([/][1-9][0-9]*)?)*[ ]+([*?]|([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))(-([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat)))?)([/][1-9][0-9]*)?(,([*?]|([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))(-([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat)))?)([/][1-9][0-9]*)?)*)$')",message="backupSchedule must be a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. '0 2 * * *') or one of @hourly, @daily, @midnight, @weekly, @monthly, @yearly, @annually"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup schedule",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	BackupSchedule string `json:"backupSchedule,omitempty"`
+
+	// Backup configures where backups go and how many are kept.
+	// +optional
+	// +kubebuilder:default={}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup destination and retention"
+	Backup BackupSpec `json:"backup,omitempty"`
+
+	// Repository of the etcd image; the tag is v<version>.
+	// +optional
+	// +kubebuilder:default="gcr.io/etcd-development/etcd"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="!self.contains('@') && !self.matches(':[^/]*$')",message="repository must not carry a tag or digest: the tag comes from version"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Image repository",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Repository string `json:"repository,omitempty"`
+
+	// Pod customises the member pods: resources, scheduling, extra labels and annotations.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod settings",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Pod PodSpec `json:"pod,omitempty"`
+
+	// PVCRetentionPolicy says what happens to member volumes when the cluster is deleted or scaled down.
+	// The default keeps them: data is never lost by accident.
+	// +optional
+	// +kubebuilder:default={}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Volume retention",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	PVCRetentionPolicy PVCRetentionPolicy `json:"pvcRetentionPolicy,omitempty"`
+
+	// Paused stops the operator from changing anything it manages; status is still reported.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Paused",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
+	Paused bool `json:"paused,omitempty"`
+}
+
+// PodSpec holds the member pod settings users commonly need.
+type PodSpec struct {
+	// Labels added to every member pod. Keys under app.kubernetes.io/ are reserved for the operator.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('app.kubernetes.io/') && !k.startsWith('etcd.seedops.io/'))",message="labels under app.kubernetes.io/ and etcd.seedops.io/ are reserved for the operator"
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations added to every member pod.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// Resources of the etcd container. Default: requests of 100m CPU and 256Mi memory, no limits
+	// (a CPU limit throttles etcd and causes leader elections).
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// NodeSelector constrains members to matching nodes.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Tolerations of the member pods.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// Affinity of the member pods. Default: prefer spreading members across nodes.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// TopologySpreadConstraints of the member pods.
+	// +optional
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	// PriorityClassName of the member pods.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+}
+
+// RetentionPolicyType says whether a member volume is kept or deleted.
+// +kubebuilder:validation:Enum=Retain;Delete
+type RetentionPolicyType string
+
+const (
+	// RetainVolume keeps the volume.
+	RetainVolume RetentionPolicyType = "Retain"
+	// DeleteVolume deletes the volume.
+	DeleteVolume RetentionPolicyType = "Delete"
+)
+
+// PVCRetentionPolicy mirrors the StatefulSet volume retention policy.
+type PVCRetentionPolicy struct {
+	// WhenDeleted applies when the EtcdCluster is deleted.
+	// +optional
+	// +kubebuilder:default=Retain
+	WhenDeleted RetentionPolicyType `json:"whenDeleted,omitempty"`
+	// WhenScaled applies to the volumes of members removed by a scale-down.
+	// +optional
+	// +kubebuilder:default=Retain
+	WhenScaled RetentionPolicyType `json:"whenScaled,omitempty"`
+}
+
+// BackupSpec configures backup destination and retention (scheduled and on-demand backups).
+// +kubebuilder:validation:XValidation:rule="!(has(self.pvc) && has(self.s3))",message="choose one backup destination: pvc or s3"
+type BackupSpec struct {
+	// Retention is how many successful backups to keep, newest first.
+	// +optional
+	// +kubebuilder:default=7
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	Retention int32 `json:"retention,omitempty"`
+	// PVC stores backups on a PersistentVolumeClaim. This is the default destination.
+	// +optional
+	PVC *PVCBackupDestination `json:"pvc,omitempty"`
+	// S3 stores backups in an S3-compatible object store.
+	// +optional
+	S3 *S3BackupDestination `json:"s3,omitempty"`
+}
+
+// PVCBackupDestination is a PersistentVolumeClaim holding backups.
+type PVCBackupDestination struct {
+	// ClaimName of an existing claim. Empty: the operator creates <cluster>-backups, sized from storageSize.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ClaimName string `json:"claimName,omitempty"`
+	// StorageClassName of the claim the operator creates.
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+}
+
+// S3BackupDestination is a bucket in an S3-compatible object store.
+type S3BackupDestination struct {
+	// Endpoint URL, e.g. https://s3.eu-west-1.amazonaws.com or http://minio.backup.svc:9000.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && (url(self).getScheme() == 'https' || url(self).getScheme() == 'http')",message="endpoint must be an http or https URL"
+	Endpoint string `json:"endpoint"`
+	// Bucket name.
+	// +required
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=63
+	Bucket string `json:"bucket"`
+	// Prefix of the object keys.
+	// +optional
+	Prefix string `json:"prefix,omitempty"`
+	// Region of the bucket.
+	// +optional
+	Region string `json:"region,omitempty"`
+	// CredentialsSecretName names a Secret with keys accessKeyID and secretAccessKey.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	CredentialsSecretName string `json:"credentialsSecretName"`
+	// CASecretName names a Secret whose ca.crt key verifies the endpoint's TLS certificate.
+	// +optional
+	CASecretName string `json:"caSecretName,omitempty"`
+}
+
+// ClusterPhase is a one-word summary of the cluster; conditions carry the detail.
+// +kubebuilder:validation:Enum=Pending;Running;Progressing;Degraded;Unavailable;Paused
+type ClusterPhase string
+
+// Phases of an EtcdCluster.
+const (
+	PhasePending     ClusterPhase = "Pending"
+	PhaseRunning     ClusterPhase = "Running"
+	PhaseProgressing ClusterPhase = "Progressing"
+	PhaseDegraded    ClusterPhase = "Degraded"
+	PhaseUnavailable ClusterPhase = "Unavailable"
+	PhasePaused      ClusterPhase = "Paused"
+)
+
+// Condition types of an EtcdCluster.
+const (
+	// ConditionAvailable: a quorum of members is healthy and serves clients.
+	ConditionAvailable = "Available"
+	// ConditionProgressing: the cluster is moving towards its spec (creating, scaling, upgrading).
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded: a member is unhealthy, or the operator cannot converge.
+	ConditionDegraded = "Degraded"
+)
+
+// MemberStatus is one etcd member as observed.
+type MemberStatus struct {
+	// Name of the member (its pod name).
+	Name string `json:"name"`
+	// ID is the member ID in hex, as etcdctl prints it.
+	// +optional
+	ID string `json:"id,omitempty"`
+	// ClientURL the member advertises.
+	// +optional
+	ClientURL string `json:"clientURL,omitempty"`
+	// Leader is true for the current raft leader.
+	// +optional
+	Leader bool `json:"leader,omitempty"`
+	// Learner is true for a non-voting member catching up.
+	// +optional
+	Learner bool `json:"learner,omitempty"`
+	// Healthy is true when the member answers and its pod is ready.
+	Healthy bool `json:"healthy"`
+	// Version etcd reports for this member.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// DBSizeBytes is the size of the member's backend database.
+	// +optional
+	DBSizeBytes int64 `json:"dbSizeBytes,omitempty"`
+}
+
+// EtcdClusterStatus is the observed state of an etcd cluster.
+type EtcdClusterStatus struct {
+	// ObservedGeneration is the generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Phase summarises the conditions.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Phase",xDescriptors={"urn:alm:descriptor:io.kubernetes.phase"}
+	Phase ClusterPhase `json:"phase,omitempty"`
+	// Conditions: Available, Progressing, Degraded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors={"urn:alm:descriptor:io.kubernetes.conditions"}
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Replicas is the number of member pods that exist.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+	// ReadyReplicas is the number of member pods that are ready.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ready members",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// CurrentVersion is the etcd version the members report (the lowest, while an upgrade runs).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Current version",xDescriptors={"urn:alm:descriptor:text"}
+	CurrentVersion string `json:"currentVersion,omitempty"`
+	// ClientEndpoint is the URL clients connect to.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Client endpoint",xDescriptors={"urn:alm:descriptor:text"}
+	ClientEndpoint string `json:"clientEndpoint,omitempty"`
+	// Members as observed.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Members"
+	Members []MemberStatus `json:"members,omitempty"`
+	// LastBackupTime is when the last successful backup finished.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last backup",xDescriptors={"urn:alm:descriptor:text"}
+	LastBackupTime *metav1.Time `json:"lastBackupTime,omitempty"`
+	// Selector of the member pods, for the scale subresource.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+}
+
+// EtcdCluster is an etcd cluster managed by the operator.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:resource:shortName=etcd,categories=etcd
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=".spec.version"
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=".spec.replicas"
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=".status.readyReplicas"
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=".status.phase"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
+// +operator-sdk:csv:customresourcedefinitions:displayName="etcd Cluster",resources={{StatefulSet,v1,""},{Service,v1,""},{ConfigMap,v1,""},{PodDisruptionBudget,v1,""},{CronJob,v1,""},{Pod,v1,""},{PersistentVolumeClaim,v1,""}}
+type EtcdCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec EtcdClusterSpec `json:"spec"`
+	// +optional
+	Status EtcdClusterStatus `json:"status,omitempty"`
+}
+
+// EtcdClusterList is a list of EtcdCluster.
+// +kubebuilder:object:root=true
+type EtcdClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EtcdCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&EtcdCluster{}, &EtcdClusterList{})
+}

@@ -1,0 +1,52 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// FieldOwner is the server-side apply field manager of everything this operator writes.
+const FieldOwner = "etcd-operator"
+
+// applyIfChanged server-side-applies desired unless the fields this operator owns on the existing object
+// already hold exactly the desired values. The comparison is what keeps a steady-state reconcile free of
+// API writes, and it still catches drift: a field someone else changed is no longer ours (or no longer
+// equal), and a deleted object is simply missing.
+func applyIfChanged[O client.Object, A any](ctx context.Context, c client.Client, existing O, desired *A,
+	extract func(O, string) (*A, error),
+) (bool, error) {
+	ac, ok := any(desired).(runtime.ApplyConfiguration)
+	if !ok {
+		return false, fmt.Errorf("%T is not an apply configuration", desired)
+	}
+	meta, ok := any(desired).(interface {
+		GetName() *string
+		GetNamespace() *string
+	})
+	if !ok {
+		return false, fmt.Errorf("%T has no object metadata", desired)
+	}
+	key := client.ObjectKey{Namespace: *meta.GetNamespace(), Name: *meta.GetName()}
+	err := c.Get(ctx, key, existing)
+	switch {
+	case err == nil:
+		current, err := extract(existing, FieldOwner)
+		if err != nil {
+			return false, fmt.Errorf("extract owned fields of %s: %w", key, err)
+		}
+		if equality.Semantic.DeepEqual(current, desired) {
+			return false, nil
+		}
+	case !apierrors.IsNotFound(err):
+		return false, fmt.Errorf("get %s: %w", key, err)
+	}
+	if err := c.Apply(ctx, ac, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return false, fmt.Errorf("apply %T %s: %w", existing, key, err)
+	}
+	return true, nil
+}

@@ -1,0 +1,49 @@
+package controllers
+
+import (
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/seedops/etcd-operator/internal/resources"
+)
+
+// WatchNamespaces parses WATCH_NAMESPACE: comma-separated namespaces, empty for all.
+func WatchNamespaces(watchNamespace string) []string {
+	var out []string
+	for ns := range strings.SplitSeq(watchNamespace, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+// CacheOptions restricts the manager's cache to the watched namespaces and, for every kind the operator
+// manages, to objects carrying its managed-by label, so memory does not grow with unrelated Pods,
+// ConfigMaps, Services or claims in the same namespaces.
+func CacheOptions(watchNamespace string) cache.Options {
+	owned := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})}
+	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&appsv1.StatefulSet{}:           owned,
+		&corev1.Service{}:               owned,
+		&corev1.ConfigMap{}:             owned,
+		&corev1.Pod{}:                   owned,
+		&corev1.PersistentVolumeClaim{}: owned,
+		&policyv1.PodDisruptionBudget{}: owned,
+		&batchv1.CronJob{}:              owned,
+	}}
+	if nss := WatchNamespaces(watchNamespace); len(nss) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range nss {
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return opts
+}

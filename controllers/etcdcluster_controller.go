@@ -1,0 +1,285 @@
+// Package controllers holds the EtcdCluster controller.
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/etcd"
+	"github.com/seedops/etcd-operator/internal/resources"
+)
+
+// Event reasons.
+const (
+	ReasonApplied          = "Applied"
+	ReasonDeleted          = "Deleted"
+	ReasonReconcileFailed  = "ReconcileFailed"
+	ReasonStorageResized   = "StorageResized"
+	ReasonStatefulSetRenew = "StatefulSetRecreated"
+)
+
+// healthResyncInterval is how often a running cluster's etcd health is re-read. etcd health is not a
+// Kubernetes event, so it cannot be watched; everything else is.
+const healthResyncInterval = 30 * time.Second
+
+// EtcdClusterReconciler turns an EtcdCluster into a StatefulSet of etcd members and everything around it.
+//
+// No finalizer: every managed object carries an owner reference, so the garbage collector removes it
+// with the cluster, and member volumes follow the StatefulSet's retention policy. Deletion needs no work
+// of ours, and a finalizer would only risk clusters stuck in Terminating while the operator is down.
+type EtcdClusterReconciler struct {
+	client.Client
+	Scheme   *runtime.Scheme
+	Recorder recorder.EventRecorder
+	Options  resources.Options
+	// Dialer connects to etcd; nil means status comes from Kubernetes objects alone.
+	Dialer etcd.Dialer
+}
+
+// +kubebuilder:rbac:groups=etcd.seedops.io,resources=etcdclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=etcd.seedops.io,resources=etcdclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=etcd.seedops.io,resources=etcdclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=batch,resources=cronjobs,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile moves one EtcdCluster towards its spec:
+//  1. read the cluster; gone means nothing to do (owner references clean up);
+//  2. unless paused, apply configuration, Services, StatefulSet, PodDisruptionBudget and backup CronJob;
+//  3. observe pods and etcd, and write status once, in a deferred patch, only if it changed.
+func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	log := logf.FromContext(ctx)
+
+	// 1. Read the cluster.
+	cluster := &etcdv1alpha1.EtcdCluster{}
+	if err := r.Get(ctx, req.NamespacedName, cluster); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !cluster.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	before := cluster.DeepCopy()
+
+	// 3. (deferred) Observe and report, whatever happened in step 2.
+	defer func() {
+		obs, err := r.observe(ctx, cluster)
+		if err != nil {
+			retErr = kerrors.NewAggregate([]error{retErr, err})
+		}
+		cluster.Status = computeStatus(cluster, obs, retErr, time.Now())
+		if retErr != nil {
+			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, ReasonReconcileFailed, "Reconcile", "%v", retErr)
+		}
+		if err := r.patchStatus(ctx, before, cluster); err != nil {
+			retErr = kerrors.NewAggregate([]error{retErr, err})
+		}
+		if retErr == nil && result.IsZero() && obs.readyReplicas > 0 && r.Dialer != nil {
+			result.RequeueAfter = healthResyncInterval
+		}
+	}()
+
+	if cluster.Spec.Paused {
+		log.V(1).Info("paused; not changing managed objects")
+		return ctrl.Result{}, nil
+	}
+
+	// 2. Apply the managed objects, phase by phase.
+	for _, phase := range []func(context.Context, *etcdv1alpha1.EtcdCluster) error{
+		r.reconcileConfigMap,
+		r.reconcileServices,
+		r.reconcileStatefulSet,
+		r.reconcilePodDisruptionBudget,
+		r.reconcileBackupCronJob,
+	} {
+		if err := phase(ctx, cluster); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// applied records an event and a log line when an apply changed something.
+func (r *EtcdClusterReconciler) applied(ctx context.Context, c *etcdv1alpha1.EtcdCluster, changed bool, kind, name string) {
+	if !changed {
+		return
+	}
+	logf.FromContext(ctx).Info("applied", "kind", kind, "object", name)
+	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonApplied, "Apply", "%s %s applied", kind, name)
+}
+
+func (r *EtcdClusterReconciler) reconcileConfigMap(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
+	desired := resources.ConfigMap(c, resources.BootstrapConfig(c, int(c.Spec.Replicas), r.Options))
+	changed, err := applyIfChanged(ctx, r.Client, &corev1.ConfigMap{}, desired, corev1ac.ExtractConfigMap)
+	r.applied(ctx, c, changed, "ConfigMap", resources.ConfigMapName(c))
+	return err
+}
+
+func (r *EtcdClusterReconciler) reconcileServices(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
+	for _, desired := range []*corev1ac.ServiceApplyConfiguration{resources.PeerService(c), resources.ClientService(c)} {
+		changed, err := applyIfChanged(ctx, r.Client, &corev1.Service{}, desired, corev1ac.ExtractService)
+		if err != nil {
+			return err
+		}
+		r.applied(ctx, c, changed, "Service", *desired.Name)
+	}
+	return nil
+}
+
+func (r *EtcdClusterReconciler) reconcileStatefulSet(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
+	desired := resources.StatefulSet(c, c.Spec.Replicas, r.Options)
+	existing := &appsv1.StatefulSet{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.StatefulSetName(c)}, existing)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err == nil && !volumeClaimTemplatesMatch(existing, c) {
+		// Volume claim templates are immutable: grow the existing claims in place, then replace the
+		// StatefulSet without deleting its pods (orphan), so new members get the new size too.
+		if err := r.growVolumeClaims(ctx, c); err != nil {
+			return err
+		}
+		orphan := client.PropagationPolicy("Orphan")
+		if err := r.Delete(ctx, existing, orphan, client.Preconditions{UID: &existing.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("replace StatefulSet %s for new volume size: %w", existing.Name, err)
+		}
+		r.Recorder.Eventf(c, existing, corev1.EventTypeNormal, ReasonStatefulSetRenew, "Replace",
+			"StatefulSet %s recreated (pods kept) for volume size %s", existing.Name, c.Spec.StorageSize.String())
+		// The deletion event brings us back once the old object is gone.
+		return nil
+	}
+	changed, err := applyIfChanged(ctx, r.Client, existing, desired, appsv1ac.ExtractStatefulSet)
+	r.applied(ctx, c, changed, "StatefulSet", resources.StatefulSetName(c))
+	return err
+}
+
+// volumeClaimTemplatesMatch reports whether the StatefulSet's data claim template has the spec's size.
+func volumeClaimTemplatesMatch(sts *appsv1.StatefulSet, c *etcdv1alpha1.EtcdCluster) bool {
+	for _, t := range sts.Spec.VolumeClaimTemplates {
+		if t.Name == resources.DataVolumeName {
+			size := t.Spec.Resources.Requests[corev1.ResourceStorage]
+			return size.Cmp(c.Spec.StorageSize) == 0
+		}
+	}
+	return false
+}
+
+// growVolumeClaims raises the storage request of every member claim smaller than storageSize. The
+// storage class must allow expansion; if it does not, the API server refuses and status says so.
+func (r *EtcdClusterReconciler) growVolumeClaims(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
+	claims := &corev1.PersistentVolumeClaimList{}
+	if err := r.List(ctx, claims, client.InNamespace(c.Namespace), client.MatchingLabels(resources.SelectorLabels(c))); err != nil {
+		return err
+	}
+	for i := range claims.Items {
+		pvc := &claims.Items[i]
+		size := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+		if size.Cmp(c.Spec.StorageSize) >= 0 {
+			continue
+		}
+		ac := corev1ac.PersistentVolumeClaim(pvc.Name, pvc.Namespace).
+			WithSpec(corev1ac.PersistentVolumeClaimSpec().WithResources(corev1ac.VolumeResourceRequirements().
+				WithRequests(corev1.ResourceList{corev1.ResourceStorage: c.Spec.StorageSize})))
+		if err := r.Apply(ctx, ac, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("grow volume claim %s to %s: %w", pvc.Name, c.Spec.StorageSize.String(), err)
+		}
+		r.Recorder.Eventf(c, pvc, corev1.EventTypeNormal, ReasonStorageResized, "Resize",
+			"volume claim %s grown from %s to %s", pvc.Name, size.String(), c.Spec.StorageSize.String())
+	}
+	return nil
+}
+
+func (r *EtcdClusterReconciler) reconcilePodDisruptionBudget(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
+	desired := resources.PodDisruptionBudget(c, c.Spec.Replicas)
+	changed, err := applyIfChanged(ctx, r.Client, &policyv1.PodDisruptionBudget{}, desired, policyv1ac.ExtractPodDisruptionBudget)
+	r.applied(ctx, c, changed, "PodDisruptionBudget", resources.PDBName(c))
+	return err
+}
+
+func (r *EtcdClusterReconciler) reconcileBackupCronJob(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
+	if c.Spec.BackupSchedule == "" {
+		cj := &batchv1.CronJob{}
+		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.BackupCronJobName(c)}, cj)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !metav1.IsControlledBy(cj, c) {
+			return nil
+		}
+		if err := r.Delete(ctx, cj, client.Preconditions{UID: &cj.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete backup CronJob: %w", err)
+		}
+		r.Recorder.Eventf(c, cj, corev1.EventTypeNormal, ReasonDeleted, "Delete", "backup CronJob %s deleted: backupSchedule cleared", cj.Name)
+		return nil
+	}
+	desired := resources.BackupCronJob(c, r.Options)
+	changed, err := applyIfChanged(ctx, r.Client, &batchv1.CronJob{}, desired, batchv1ac.ExtractCronJob)
+	r.applied(ctx, c, changed, "CronJob", resources.BackupCronJobName(c))
+	return err
+}
+
+// patchStatus writes status (with observedGeneration) once per reconcile, and only when it changed.
+func (r *EtcdClusterReconciler) patchStatus(ctx context.Context, before, after *etcdv1alpha1.EtcdCluster) error {
+	if equality.Semantic.DeepEqual(before.Status, after.Status) {
+		return nil
+	}
+	if err := r.Status().Patch(ctx, after, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("patch status: %w", client.IgnoreNotFound(err))
+	}
+	return nil
+}
+
+// SetupWithManager registers the controller: it watches clusters, the objects they own, and member pods
+// (owned by the StatefulSet, so mapped back through the instance label).
+func (r *EtcdClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&etcdv1alpha1.EtcdCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&appsv1.StatefulSet{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&batchv1.CronJob{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster)).
+		Named("etcdcluster").
+		Complete(r)
+}
+
+// podToCluster maps a member pod to its cluster through the instance label.
+func podToCluster(_ context.Context, o client.Object) []reconcile.Request {
+	name, ok := o.GetLabels()[resources.LabelInstance]
+	if !ok || o.GetLabels()[resources.LabelComponent] != resources.ComponentEtcd {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}

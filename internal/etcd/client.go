@@ -1,0 +1,104 @@
+// Package etcd is the operator's narrow view of an etcd cluster: the few calls the controller makes,
+// behind an interface so tests can plug in real etcd servers started on localhost.
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Member is one entry of etcd's member list, the source of truth for membership.
+type Member struct {
+	ID         uint64
+	Name       string
+	PeerURLs   []string
+	ClientURLs []string
+	IsLearner  bool
+}
+
+// EndpointStatus is what one member reports about itself.
+type EndpointStatus struct {
+	MemberID  uint64
+	Leader    uint64
+	Version   string
+	DBSize    int64
+	RaftIndex uint64
+	IsLearner bool
+	Errors    []string
+}
+
+// Client talks to one etcd cluster.
+type Client interface {
+	// MemberList returns the cluster's members, learners included.
+	MemberList(ctx context.Context) ([]Member, error)
+	// Status asks the member serving endpoint about itself.
+	Status(ctx context.Context, endpoint string) (EndpointStatus, error)
+	Close() error
+}
+
+// Dialer opens a Client to the cluster behind the given client URLs.
+type Dialer interface {
+	Dial(ctx context.Context, endpoints []string) (Client, error)
+}
+
+// NewDialer returns a Dialer using the official etcd client with the given per-call timeout.
+func NewDialer(timeout time.Duration) Dialer { return clientDialer{timeout: timeout} }
+
+type clientDialer struct{ timeout time.Duration }
+
+func (d clientDialer) Dial(ctx context.Context, endpoints []string) (Client, error) {
+	c, err := clientv3.New(clientv3.Config{
+		Endpoints:   endpoints,
+		DialTimeout: d.timeout,
+		Context:     ctx,
+		// The etcd client logs every failed dial at warn level; the controller reports failures itself.
+		Logger: zap.NewNop(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect to etcd at %v: %w", endpoints, err)
+	}
+	return &client{c: c, timeout: d.timeout}, nil
+}
+
+type client struct {
+	c       *clientv3.Client
+	timeout time.Duration
+}
+
+func (c *client) MemberList(ctx context.Context) ([]Member, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.c.MemberList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list etcd members: %w", err)
+	}
+	out := make([]Member, 0, len(resp.Members))
+	for _, m := range resp.Members {
+		out = append(out, Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner})
+	}
+	return out, nil
+}
+
+func (c *client) Status(ctx context.Context, endpoint string) (EndpointStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.c.Status(ctx, endpoint)
+	if err != nil {
+		return EndpointStatus{}, fmt.Errorf("status of %s: %w", endpoint, err)
+	}
+	return EndpointStatus{
+		MemberID:  resp.Header.MemberId,
+		Leader:    resp.Leader,
+		Version:   resp.Version,
+		DBSize:    resp.DbSize,
+		RaftIndex: resp.RaftIndex,
+		IsLearner: resp.IsLearner,
+		Errors:    resp.Errors,
+	}, nil
+}
+
+func (c *client) Close() error { return c.c.Close() }

@@ -1,0 +1,47 @@
+package resources
+
+import (
+	"fmt"
+
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+)
+
+// Initial cluster states etcd understands.
+const (
+	ClusterStateNew      = "new"
+	ClusterStateExisting = "existing"
+)
+
+// MemberConfig is the cluster-wide part of etcd's configuration. etcd reads --initial-cluster* only when
+// its data directory is empty, so changing it never disturbs a member that already has data.
+type MemberConfig struct {
+	// InitialCluster is "name=peerURL,..." for the members a new (empty) member must know.
+	InitialCluster string
+	// InitialClusterState is "new" while bootstrapping, "existing" once the cluster has formed.
+	InitialClusterState string
+}
+
+// BootstrapConfig is the static initial configuration of a new cluster of n members.
+func BootstrapConfig(c *etcdv1alpha1.EtcdCluster, n int, o Options) MemberConfig {
+	return MemberConfig{InitialCluster: InitialCluster(c, n, o), InitialClusterState: ClusterStateNew}
+}
+
+// ConfigMap holds etcd's environment configuration shared by all members.
+func ConfigMap(c *etcdv1alpha1.EtcdCluster, mc MemberConfig) *corev1ac.ConfigMapApplyConfiguration {
+	return corev1ac.ConfigMap(ConfigMapName(c), c.Namespace).
+		WithLabels(Labels(c, ComponentEtcd)).
+		WithOwnerReferences(OwnerReference(c)).
+		WithData(map[string]string{
+			"ETCD_DATA_DIR":                  DataDir,
+			"ETCD_LISTEN_PEER_URLS":          fmt.Sprintf("http://0.0.0.0:%d", PeerPort),
+			"ETCD_LISTEN_CLIENT_URLS":        fmt.Sprintf("http://0.0.0.0:%d", ClientPort),
+			"ETCD_LISTEN_METRICS_URLS":       fmt.Sprintf("http://0.0.0.0:%d", MetricsPort),
+			"ETCD_INITIAL_CLUSTER":           mc.InitialCluster,
+			"ETCD_INITIAL_CLUSTER_STATE":     mc.InitialClusterState,
+			"ETCD_INITIAL_CLUSTER_TOKEN":     c.Namespace + "/" + c.Name + "/" + string(c.UID),
+			"ETCD_AUTO_COMPACTION_MODE":      "periodic",
+			"ETCD_AUTO_COMPACTION_RETENTION": "1h",
+		})
+}

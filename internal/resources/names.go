@@ -1,0 +1,120 @@
+// Package resources builds the Kubernetes objects of an EtcdCluster as server-side apply configurations.
+// Every function here is pure: same cluster and options in, same objects out. The controller applies them;
+// tests compare them with golden files.
+package resources
+
+import (
+	"fmt"
+	"strings"
+
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+)
+
+// Ports etcd listens on.
+const (
+	ClientPort  = 2379
+	PeerPort    = 2380
+	MetricsPort = 2381
+)
+
+// Label keys and values shared by every managed object.
+const (
+	LabelName      = "app.kubernetes.io/name"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelComponent = "app.kubernetes.io/component"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+
+	AppName         = "etcd"
+	ManagedBy       = "etcd-operator"
+	ComponentEtcd   = "member"
+	ComponentBackup = "backup"
+)
+
+// Paths inside the etcd container.
+const (
+	DataVolumeName = "data"
+	DataMountPath  = "/var/lib/etcd"
+	DataDir        = DataMountPath + "/data"
+)
+
+// Options are the operator-wide settings the builders need.
+type Options struct {
+	// ClusterDomain is the cluster's DNS domain, used in members' stable peer and client URLs.
+	ClusterDomain string
+	// OperatorImage runs backup jobs.
+	OperatorImage string
+}
+
+// DefaultOptions returns the options used when the operator is not told otherwise.
+func DefaultOptions() Options {
+	return Options{ClusterDomain: "cluster.local", OperatorImage: "ghcr.io/seedops/etcd-operator:v0.1.0"}
+}
+
+// Names of the objects of a cluster.
+func PeerServiceName(c *etcdv1alpha1.EtcdCluster) string   { return c.Name }
+func ClientServiceName(c *etcdv1alpha1.EtcdCluster) string { return c.Name + "-client" }
+func ConfigMapName(c *etcdv1alpha1.EtcdCluster) string     { return c.Name + "-config" }
+func StatefulSetName(c *etcdv1alpha1.EtcdCluster) string   { return c.Name }
+func PDBName(c *etcdv1alpha1.EtcdCluster) string           { return c.Name }
+func BackupCronJobName(c *etcdv1alpha1.EtcdCluster) string { return c.Name + "-backup" }
+
+// MemberName is the pod (and etcd member) name of ordinal i.
+func MemberName(c *etcdv1alpha1.EtcdCluster, i int) string { return fmt.Sprintf("%s-%d", c.Name, i) }
+
+// MemberHost is member i's stable DNS name through the headless peer Service.
+func MemberHost(c *etcdv1alpha1.EtcdCluster, i int, o Options) string {
+	return fmt.Sprintf("%s.%s.%s.svc.%s", MemberName(c, i), PeerServiceName(c), c.Namespace, o.ClusterDomain)
+}
+
+// MemberPeerURL is the URL member i advertises to its peers.
+func MemberPeerURL(c *etcdv1alpha1.EtcdCluster, i int, o Options) string {
+	return fmt.Sprintf("http://%s:%d", MemberHost(c, i, o), PeerPort)
+}
+
+// MemberClientURL is the URL member i advertises to clients.
+func MemberClientURL(c *etcdv1alpha1.EtcdCluster, i int, o Options) string {
+	return fmt.Sprintf("http://%s:%d", MemberHost(c, i, o), ClientPort)
+}
+
+// ClientEndpoint is the load-balanced client URL of the cluster.
+func ClientEndpoint(c *etcdv1alpha1.EtcdCluster, o Options) string {
+	return fmt.Sprintf("http://%s.%s.svc.%s:%d", ClientServiceName(c), c.Namespace, o.ClusterDomain, ClientPort)
+}
+
+// InitialCluster is etcd's --initial-cluster for members 0..n-1.
+func InitialCluster(c *etcdv1alpha1.EtcdCluster, n int, o Options) string {
+	parts := make([]string, 0, n)
+	for i := range n {
+		parts = append(parts, MemberName(c, i)+"="+MemberPeerURL(c, i, o))
+	}
+	return strings.Join(parts, ",")
+}
+
+// Image is the etcd image for the cluster's version.
+func Image(c *etcdv1alpha1.EtcdCluster) string { return c.Spec.Repository + ":v" + c.Spec.Version }
+
+// Quorum is the number of voting members that must agree: a strict majority.
+func Quorum(members int32) int32 { return members/2 + 1 }
+
+// SelectorLabels select a cluster's member pods. They never change, because selectors are immutable.
+func SelectorLabels(c *etcdv1alpha1.EtcdCluster) map[string]string {
+	return map[string]string{LabelName: AppName, LabelInstance: c.Name, LabelComponent: ComponentEtcd}
+}
+
+// Labels are put on every object of a cluster; the operator's cache only sees objects carrying ManagedBy.
+func Labels(c *etcdv1alpha1.EtcdCluster, component string) map[string]string {
+	return map[string]string{LabelName: AppName, LabelInstance: c.Name, LabelComponent: component, LabelManagedBy: ManagedBy}
+}
+
+// OwnerReference makes the cluster the controlling owner, so garbage collection removes the object with it.
+func OwnerReference(c *etcdv1alpha1.EtcdCluster) *metav1ac.OwnerReferenceApplyConfiguration {
+	return metav1ac.OwnerReference().
+		WithAPIVersion(etcdv1alpha1.GroupVersion.String()).
+		WithKind("EtcdCluster").
+		WithName(c.Name).
+		WithUID(c.UID).
+		WithController(true).
+		WithBlockOwnerDeletion(true)
+}

@@ -1,0 +1,175 @@
+package resources
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+)
+
+// etcdUID is the non-root user etcd runs as; fsGroup makes the data volume writable for it.
+const etcdUID = 65532
+
+// StatefulSet builds the members' StatefulSet with the given number of replicas (the controller decides
+// the count, because membership changes go one member at a time).
+func StatefulSet(c *etcdv1alpha1.EtcdCluster, replicas int32, o Options) *appsv1ac.StatefulSetApplyConfiguration {
+	return appsv1ac.StatefulSet(StatefulSetName(c), c.Namespace).
+		WithLabels(Labels(c, ComponentEtcd)).
+		WithOwnerReferences(OwnerReference(c)).
+		WithSpec(appsv1ac.StatefulSetSpec().
+			WithReplicas(replicas).
+			WithServiceName(PeerServiceName(c)).
+			// Parallel: a new cluster's members must all start together to reach quorum.
+			WithPodManagementPolicy(appsv1.ParallelPodManagement).
+			// OnDelete: the operator restarts members itself, one at a time, leader last.
+			WithUpdateStrategy(appsv1ac.StatefulSetUpdateStrategy().WithType(appsv1.OnDeleteStatefulSetStrategyType)).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(c))).
+			WithPersistentVolumeClaimRetentionPolicy(appsv1ac.StatefulSetPersistentVolumeClaimRetentionPolicy().
+				WithWhenDeleted(appsv1.PersistentVolumeClaimRetentionPolicyType(c.Spec.PVCRetentionPolicy.WhenDeleted)).
+				WithWhenScaled(appsv1.PersistentVolumeClaimRetentionPolicyType(c.Spec.PVCRetentionPolicy.WhenScaled))).
+			WithVolumeClaimTemplates(dataVolumeClaim(c)).
+			WithTemplate(podTemplate(c, o)))
+}
+
+func dataVolumeClaim(c *etcdv1alpha1.EtcdCluster) *corev1ac.PersistentVolumeClaimApplyConfiguration {
+	spec := corev1ac.PersistentVolumeClaimSpec().
+		WithAccessModes(corev1.ReadWriteOnce).
+		WithResources(corev1ac.VolumeResourceRequirements().
+			WithRequests(corev1.ResourceList{corev1.ResourceStorage: c.Spec.StorageSize}))
+	if c.Spec.StorageClassName != nil {
+		spec.WithStorageClassName(*c.Spec.StorageClassName)
+	}
+	return corev1ac.PersistentVolumeClaim(DataVolumeName, "").
+		WithLabels(Labels(c, ComponentEtcd)).
+		WithSpec(spec)
+}
+
+func podTemplate(c *etcdv1alpha1.EtcdCluster, o Options) *corev1ac.PodTemplateSpecApplyConfiguration {
+	labels := Labels(c, ComponentEtcd)
+	for k, v := range c.Spec.Pod.Labels {
+		labels[k] = v
+	}
+	spec := corev1ac.PodSpec().
+		// Service links would inject ETCD_*-looking variables that etcd tries to parse as flags.
+		WithEnableServiceLinks(false).
+		WithAutomountServiceAccountToken(false).
+		WithSecurityContext(corev1ac.PodSecurityContext().
+			WithRunAsNonRoot(true).
+			WithRunAsUser(etcdUID).
+			WithRunAsGroup(etcdUID).
+			WithFSGroup(etcdUID).
+			WithFSGroupChangePolicy(corev1.FSGroupChangeOnRootMismatch).
+			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
+		WithContainers(etcdContainer(c, o))
+	if len(c.Spec.Pod.NodeSelector) > 0 {
+		spec.WithNodeSelector(c.Spec.Pod.NodeSelector)
+	}
+	for i := range c.Spec.Pod.Tolerations {
+		spec.WithTolerations(toleration(&c.Spec.Pod.Tolerations[i]))
+	}
+	for i := range c.Spec.Pod.TopologySpreadConstraints {
+		spec.WithTopologySpreadConstraints(topologySpread(&c.Spec.Pod.TopologySpreadConstraints[i]))
+	}
+	if c.Spec.Pod.PriorityClassName != "" {
+		spec.WithPriorityClassName(c.Spec.Pod.PriorityClassName)
+	}
+	spec.WithAffinity(affinity(c))
+
+	tpl := corev1ac.PodTemplateSpec().WithLabels(labels).WithSpec(spec)
+	if len(c.Spec.Pod.Annotations) > 0 {
+		tpl.WithAnnotations(c.Spec.Pod.Annotations)
+	}
+	return tpl
+}
+
+func etcdContainer(c *etcdv1alpha1.EtcdCluster, o Options) *corev1ac.ContainerApplyConfiguration {
+	host := "$(POD_NAME)." + PeerServiceName(c) + ".$(POD_NAMESPACE).svc." + o.ClusterDomain
+	return corev1ac.Container().
+		WithName("etcd").
+		WithImage(Image(c)).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		// The official image has no shell: etcd is configured entirely through ETCD_* variables.
+		WithCommand("/usr/local/bin/etcd").
+		WithEnv(
+			fieldEnv("POD_NAME", "metadata.name"),
+			fieldEnv("POD_NAMESPACE", "metadata.namespace"),
+			// $(VAR) references are expanded by the kubelet, so each member gets its own name and URLs.
+			corev1ac.EnvVar().WithName("ETCD_NAME").WithValue("$(POD_NAME)"),
+			corev1ac.EnvVar().WithName("ETCD_INITIAL_ADVERTISE_PEER_URLS").WithValue("http://"+host+":2380"),
+			corev1ac.EnvVar().WithName("ETCD_ADVERTISE_CLIENT_URLS").WithValue("http://"+host+":2379"),
+		).
+		WithEnvFrom(corev1ac.EnvFromSource().WithConfigMapRef(corev1ac.ConfigMapEnvSource().WithName(ConfigMapName(c)))).
+		WithPorts(
+			corev1ac.ContainerPort().WithName("client").WithContainerPort(ClientPort).WithProtocol(corev1.ProtocolTCP),
+			corev1ac.ContainerPort().WithName("peer").WithContainerPort(PeerPort).WithProtocol(corev1.ProtocolTCP),
+			corev1ac.ContainerPort().WithName("metrics").WithContainerPort(MetricsPort).WithProtocol(corev1.ProtocolTCP),
+		).
+		WithVolumeMounts(corev1ac.VolumeMount().WithName(DataVolumeName).WithMountPath(DataMountPath)).
+		WithResources(resourceRequirements(c)).
+		// Startup allows a large database to load; liveness uses a serializable check so that losing
+		// quorum does not make the kubelet kill healthy members; readiness needs quorum.
+		WithStartupProbe(healthProbe("/health?serializable=true", 10, 60)).
+		WithLivenessProbe(healthProbe("/health?exclude=NOSPACE&serializable=true", 10, 6)).
+		WithReadinessProbe(healthProbe("/health", 5, 3)).
+		WithSecurityContext(corev1ac.SecurityContext().
+			WithAllowPrivilegeEscalation(false).
+			WithReadOnlyRootFilesystem(true).
+			WithRunAsNonRoot(true).
+			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")))
+}
+
+func fieldEnv(name, path string) *corev1ac.EnvVarApplyConfiguration {
+	return corev1ac.EnvVar().WithName(name).WithValueFrom(corev1ac.EnvVarSource().
+		WithFieldRef(corev1ac.ObjectFieldSelector().WithAPIVersion("v1").WithFieldPath(path)))
+}
+
+func healthProbe(path string, period, failures int32) *corev1ac.ProbeApplyConfiguration {
+	return corev1ac.Probe().
+		WithHTTPGet(corev1ac.HTTPGetAction().WithPath(path).WithPort(intstr.FromInt32(MetricsPort)).WithScheme(corev1.URISchemeHTTP)).
+		WithPeriodSeconds(period).
+		WithTimeoutSeconds(5).
+		WithFailureThreshold(failures)
+}
+
+// DefaultResources are the etcd container's requests when the user sets none. No limits: a CPU limit
+// throttles etcd and causes needless leader elections.
+func DefaultResources() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("100m"),
+		corev1.ResourceMemory: resource.MustParse("256Mi"),
+	}}
+}
+
+func resourceRequirements(c *etcdv1alpha1.EtcdCluster) *corev1ac.ResourceRequirementsApplyConfiguration {
+	r := DefaultResources()
+	if c.Spec.Pod.Resources != nil {
+		r = *c.Spec.Pod.Resources
+	}
+	ac := corev1ac.ResourceRequirements()
+	if len(r.Requests) > 0 {
+		ac.WithRequests(r.Requests)
+	}
+	if len(r.Limits) > 0 {
+		ac.WithLimits(r.Limits)
+	}
+	return ac
+}
+
+// affinity is the user's affinity, or by default a preference to spread members across nodes so that one
+// node failure costs at most one member.
+func affinity(c *etcdv1alpha1.EtcdCluster) *corev1ac.AffinityApplyConfiguration {
+	if c.Spec.Pod.Affinity != nil {
+		return affinityFrom(c.Spec.Pod.Affinity)
+	}
+	return corev1ac.Affinity().WithPodAntiAffinity(corev1ac.PodAntiAffinity().
+		WithPreferredDuringSchedulingIgnoredDuringExecution(corev1ac.WeightedPodAffinityTerm().
+			WithWeight(100).
+			WithPodAffinityTerm(corev1ac.PodAffinityTerm().
+				WithTopologyKey(corev1.LabelHostname).
+				WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(c))))))
+}
