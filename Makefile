@@ -154,3 +154,6 @@ mv $$tmp/* $(1) ;\
 rm -rf $$tmp ;\
 }
 endef
+
+# Further targets, one file per area: OLM packaging (bundle, catalog, scorecard) and the local node / e2e.
+-include make/*.mk
