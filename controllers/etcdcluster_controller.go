@@ -263,6 +263,10 @@ func (r *EtcdClusterReconciler) patchStatus(ctx context.Context, before, after *
 // SetupWithManager registers the controller: it watches clusters, the objects they own, and member pods
 // (owned by the StatefulSet, so mapped back through the instance label).
 func (r *EtcdClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return r.controllerBuilder(mgr).Complete(r)
+}
+
+func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) *builder.TypedBuilder[reconcile.Request] {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1alpha1.EtcdCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&appsv1.StatefulSet{}).
@@ -271,8 +275,7 @@ func (r *EtcdClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&batchv1.CronJob{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster)).
-		Named("etcdcluster").
-		Complete(r)
+		Named("etcdcluster")
 }
 
 // podToCluster maps a member pod to its cluster through the instance label.

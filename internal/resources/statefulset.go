@@ -44,7 +44,11 @@ func dataVolumeClaim(c *etcdv1alpha1.EtcdCluster) *corev1ac.PersistentVolumeClai
 	if c.Spec.StorageClassName != nil {
 		spec.WithStorageClassName(*c.Spec.StorageClassName)
 	}
-	return corev1ac.PersistentVolumeClaim(DataVolumeName, "").
+	// Built without a namespace: claims get the pod's namespace when the StatefulSet creates them.
+	return (&corev1ac.PersistentVolumeClaimApplyConfiguration{}).
+		WithAPIVersion("v1").
+		WithKind("PersistentVolumeClaim").
+		WithName(DataVolumeName).
 		WithLabels(Labels(c, ComponentEtcd)).
 		WithSpec(spec)
 }

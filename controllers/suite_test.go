@@ -1,0 +1,146 @@
+package controllers
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/resources"
+)
+
+// Namespaces of the suite: the manager watches the first two (WATCH_NAMESPACE), never the third.
+const (
+	watchedNS   = "etcd-a"
+	watchedNS2  = "etcd-b"
+	unwatchedNS = "elsewhere"
+)
+
+var (
+	testEnv    *envtest.Environment
+	k8sClient  client.Client
+	cancel     context.CancelFunc
+	writes     = &writeCounter{}
+	reconciles atomic.Int64
+)
+
+func TestControllers(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "EtcdCluster controller (envtest)")
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	testEnv = &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := testEnv.Start()
+	Expect(err).NotTo(HaveOccurred(), "envtest needs KUBEBUILDER_ASSETS: run `make test`")
+
+	scheme := runtime.NewScheme()
+	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	Expect(etcdv1alpha1.AddToScheme(scheme)).To(Succeed())
+	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	for _, ns := range []string{watchedNS, watchedNS2, unwatchedNS} {
+		Expect(k8sClient.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	}
+
+	// The manager's own connection counts every write it makes, so tests can prove a steady-state
+	// reconcile writes nothing.
+	mgrCfg := rest.CopyConfig(cfg)
+	mgrCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return writes.wrap(rt) })
+	mgr, err := ctrl.NewManager(mgrCfg, ctrl.Options{
+		Scheme:  scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache:   CacheOptions(watchedNS + "," + watchedNS2),
+	})
+	Expect(err).NotTo(HaveOccurred())
+	r := &EtcdClusterReconciler{
+		Client:   mgr.GetClient(),
+		Scheme:   mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder("etcd-operator"),
+		Options:  resources.DefaultOptions(),
+	}
+	Expect(r.controllerBuilder(mgr).Complete(countingReconciler{r})).To(Succeed())
+
+	var ctx context.Context
+	ctx, cancel = context.WithCancel(context.Background())
+	go func() {
+		defer GinkgoRecover()
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+})
+
+var _ = AfterSuite(func() {
+	if cancel != nil {
+		cancel()
+	}
+	if testEnv != nil {
+		Expect(testEnv.Stop()).To(Succeed())
+	}
+})
+
+// countingReconciler wraps the real reconciler and counts finished reconciles, so a test can wait for
+// "a reconcile happened" without sleeping.
+type countingReconciler struct{ r *EtcdClusterReconciler }
+
+func (c countingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := c.r.Reconcile(ctx, req)
+	reconciles.Add(1)
+	return res, err
+}
+
+// writeCounter counts mutating API requests (anything but GET/LIST/WATCH), except leader election leases.
+type writeCounter struct {
+	mu    sync.Mutex
+	count int
+	log   []string
+}
+
+func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if req.Method != http.MethodGet && !strings.Contains(req.URL.Path, "/leases/") {
+			w.mu.Lock()
+			w.count++
+			w.log = append(w.log, req.Method+" "+req.URL.Path)
+			w.mu.Unlock()
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+func (w *writeCounter) reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.count, w.log = 0, nil
+}
+
+func (w *writeCounter) get() (int, []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.count, append([]string(nil), w.log...)
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

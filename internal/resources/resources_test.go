@@ -1,0 +1,147 @@
+package resources
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// designCluster is the design's manifest with the defaults the API server fills in.
+func designCluster() *etcdv1alpha1.EtcdCluster {
+	return &etcdv1alpha1.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd", Namespace: "db", UID: "0b7e6f1c-0000-4000-8000-000000000001"},
+		Spec: etcdv1alpha1.EtcdClusterSpec{
+			Version:            "3.5.9",
+			Replicas:           3,
+			StorageSize:        resource.MustParse("10Gi"),
+			BackupSchedule:     "0 2 * * *",
+			Repository:         "gcr.io/etcd-development/etcd",
+			Backup:             etcdv1alpha1.BackupSpec{Retention: 7},
+			PVCRetentionPolicy: etcdv1alpha1.PVCRetentionPolicy{WhenDeleted: etcdv1alpha1.RetainVolume, WhenScaled: etcdv1alpha1.RetainVolume},
+		},
+	}
+}
+
+// customCluster sets every optional pod setting, so the golden file shows how each one lands.
+func customCluster() *etcdv1alpha1.EtcdCluster {
+	c := designCluster()
+	c.Name = "custom"
+	class := "fast-ssd"
+	c.Spec.Replicas = 5
+	c.Spec.StorageClassName = &class
+	c.Spec.Repository = "registry.example.com/etcd"
+	c.Spec.PVCRetentionPolicy = etcdv1alpha1.PVCRetentionPolicy{WhenDeleted: etcdv1alpha1.DeleteVolume, WhenScaled: etcdv1alpha1.DeleteVolume}
+	c.Spec.Pod = etcdv1alpha1.PodSpec{
+		Labels:      map[string]string{"team": "storage"},
+		Annotations: map[string]string{"prometheus.io/scrape": "true"},
+		Resources: &corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("2Gi")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("4Gi")},
+		},
+		NodeSelector:      map[string]string{"node-role.kubernetes.io/etcd": ""},
+		Tolerations:       []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "etcd", Effect: corev1.TaintEffectNoSchedule}},
+		PriorityClassName: "system-cluster-critical",
+		Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			TopologyKey:   corev1.LabelTopologyZone,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelInstance: "custom"}},
+		}}}},
+		TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
+			MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelInstance: "custom"}},
+		}},
+	}
+	return c
+}
+
+// TestGolden compares every builder's output with its golden file (make update-golden rewrites them).
+func TestGolden(t *testing.T) {
+	o := DefaultOptions()
+	cases := map[string]any{
+		"design-statefulset.yaml":    StatefulSet(designCluster(), 3, o),
+		"design-peer-service.yaml":   PeerService(designCluster()),
+		"design-client-service.yaml": ClientService(designCluster()),
+		"design-configmap.yaml":      ConfigMap(designCluster(), BootstrapConfig(designCluster(), 3, o)),
+		"design-pdb.yaml":            PodDisruptionBudget(designCluster(), 3),
+		"design-cronjob.yaml":        BackupCronJob(designCluster(), o),
+		"custom-statefulset.yaml":    StatefulSet(customCluster(), 5, o),
+	}
+	for name, obj := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := yaml.Marshal(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", name)
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run make update-golden)", err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("%s differs from golden file (-want +got):\n%s", name, diff)
+			}
+		})
+	}
+}
+
+func TestQuorum(t *testing.T) {
+	for members, want := range map[int32]int32{1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 6: 4, 7: 4} {
+		if got := Quorum(members); got != want {
+			t.Errorf("Quorum(%d) = %d, want %d", members, got, want)
+		}
+	}
+}
+
+func TestPDBKeepsQuorum(t *testing.T) {
+	for _, n := range []int32{1, 3, 5, 7} {
+		pdb := PodDisruptionBudget(designCluster(), n)
+		if got := pdb.Spec.MinAvailable.IntValue(); int32(got) != n/2+1 {
+			t.Errorf("replicas %d: minAvailable %d, want a majority %d", n, got, n/2+1)
+		}
+	}
+}
+
+func TestInitialCluster(t *testing.T) {
+	got := InitialCluster(designCluster(), 3, DefaultOptions())
+	want := "prod-etcd-0=http://prod-etcd-0.prod-etcd.db.svc.cluster.local:2380," +
+		"prod-etcd-1=http://prod-etcd-1.prod-etcd.db.svc.cluster.local:2380," +
+		"prod-etcd-2=http://prod-etcd-2.prod-etcd.db.svc.cluster.local:2380"
+	if got != want {
+		t.Errorf("InitialCluster:\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestPodPassesRestrictedBasics(t *testing.T) {
+	sts := StatefulSet(customCluster(), 5, DefaultOptions())
+	pod := sts.Spec.Template.Spec
+	if pod.SecurityContext == nil || !*pod.SecurityContext.RunAsNonRoot || *pod.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Fatal("pod security context must run as non-root with the RuntimeDefault seccomp profile")
+	}
+	for _, c := range pod.Containers {
+		sc := c.SecurityContext
+		if sc == nil || *sc.AllowPrivilegeEscalation || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
+			t.Errorf("container %s must drop ALL capabilities and disallow privilege escalation", *c.Name)
+		}
+	}
+	for k := range sts.Spec.Template.Labels {
+		if _, ok := SelectorLabels(customCluster())[k]; ok && sts.Spec.Template.Labels[k] != SelectorLabels(customCluster())[k] {
+			t.Errorf("user labels must not override selector label %s", k)
+		}
+	}
+}
