@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // FieldOwner is the server-side apply field manager of everything this operator writes.
@@ -41,6 +43,9 @@ func applyIfChanged[O client.Object, A any](ctx context.Context, c client.Client
 		}
 		if equality.Semantic.DeepEqual(current, desired) {
 			return false, nil
+		}
+		if log := logf.FromContext(ctx).V(1); log.Enabled() {
+			log.Info("drift from desired state", "object", key, "diff", cmp.Diff(current, desired))
 		}
 	case !apierrors.IsNotFound(err):
 		return false, fmt.Errorf("get %s: %w", key, err)

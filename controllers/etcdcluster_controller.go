@@ -176,9 +176,25 @@ func (r *EtcdClusterReconciler) reconcileStatefulSet(ctx context.Context, c *etc
 		// The deletion event brings us back once the old object is gone.
 		return nil
 	}
-	changed, err := applyIfChanged(ctx, r.Client, existing, desired, appsv1ac.ExtractStatefulSet)
+	if !existing.DeletionTimestamp.IsZero() {
+		return nil // being replaced; its deletion event brings us back
+	}
+	changed, err := applyIfChanged(ctx, r.Client, existing, desired, extractStatefulSet)
 	r.applied(ctx, c, changed, "StatefulSet", resources.StatefulSetName(c))
 	return err
+}
+
+// extractStatefulSet returns the fields this operator owns. Claim templates are an atomic list, so they
+// come back whole, with the status the API server fills in; that status is never ours to compare.
+func extractStatefulSet(sts *appsv1.StatefulSet, fieldManager string) (*appsv1ac.StatefulSetApplyConfiguration, error) {
+	ac, err := appsv1ac.ExtractStatefulSet(sts, fieldManager)
+	if err != nil || ac.Spec == nil {
+		return ac, err
+	}
+	for i := range ac.Spec.VolumeClaimTemplates {
+		ac.Spec.VolumeClaimTemplates[i].Status = nil
+	}
+	return ac, nil
 }
 
 // volumeClaimTemplatesMatch reports whether the StatefulSet's data claim template has the spec's size.

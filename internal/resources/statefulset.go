@@ -39,15 +39,15 @@ func StatefulSet(c *etcdv1alpha1.EtcdCluster, replicas int32, o Options) *appsv1
 func dataVolumeClaim(c *etcdv1alpha1.EtcdCluster) *corev1ac.PersistentVolumeClaimApplyConfiguration {
 	spec := corev1ac.PersistentVolumeClaimSpec().
 		WithAccessModes(corev1.ReadWriteOnce).
+		WithVolumeMode(corev1.PersistentVolumeFilesystem).
 		WithResources(corev1ac.VolumeResourceRequirements().
 			WithRequests(corev1.ResourceList{corev1.ResourceStorage: c.Spec.StorageSize}))
 	if c.Spec.StorageClassName != nil {
 		spec.WithStorageClassName(*c.Spec.StorageClassName)
 	}
-	// Built without a namespace: claims get the pod's namespace when the StatefulSet creates them.
+	// Built without namespace and type meta, as the API server stores claim templates: claims get the
+	// pod's namespace when the StatefulSet creates them.
 	return (&corev1ac.PersistentVolumeClaimApplyConfiguration{}).
-		WithAPIVersion("v1").
-		WithKind("PersistentVolumeClaim").
 		WithName(DataVolumeName).
 		WithLabels(Labels(c, ComponentEtcd)).
 		WithSpec(spec)
