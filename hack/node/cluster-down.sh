@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Stops the local node and undoes what cluster-up changed on the machine:
+#   pods (through the CRI, so CNI removes their network), every process the harness started (by the PID it
+#   recorded), mounts under the node's directories, kubepods cgroups, KUBE-*/CNI-* iptables chains, the cni0
+#   bridge, and the sysctls it (or the kubelet) changed.
+# The cluster's state (certificates, etcd data, volumes) is removed. Built binaries, the registry's images and
+# containerd's image store stay as a cache; PURGE=1 removes them too.
+source "$(dirname "$0")/lib.sh"
+[ "$(id -u)" = 0 ] || die "run as root"
+
+# stop NAME: SIGTERM to the recorded PID, SIGKILL after 15 s.
+stop() {
+  local name=$1 pidfile=$PIDS/$1.pid pid
+  [ -f "$pidfile" ] || return 0
+  pid=$(cat "$pidfile")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then
+      log "$name ($pid) ignored SIGTERM: killing"
+      kill -9 "$pid" 2>/dev/null || true
+    fi
+    log "stopped $name ($pid)"
+  fi
+  rm -f "$pidfile"
+}
+
+# 1. No new pods, then remove every pod sandbox while containerd still runs.
+stop kubelet
+stop local-path-provisioner
+if pid_alive containerd && [ -x "$TOOLS_BIN/nodetool" ]; then
+  "$TOOLS_BIN/nodetool" cri-cleanup --endpoint "unix://$CONTAINERD_SOCK" || log "CRI cleanup incomplete; continuing"
+fi
+
+# 2. The other processes, in reverse order of start.
+for p in kube-proxy coredns kube-scheduler kube-controller-manager kube-apiserver etcd containerd registry; do
+  stop "$p"
+done
+
+# 3. Anything left of the containers: shims of this containerd, then processes in the kubepods cgroups.
+if [ -d /proc ]; then
+  for d in /proc/[0-9]*; do
+    if tr '\0' ' ' <"$d/cmdline" 2>/dev/null | grep -q -- "-address $CONTAINERD_SOCK"; then
+      pid=${d#/proc/}
+      log "killing leftover shim $pid"
+      kill -9 "$pid" 2>/dev/null || true
+    fi
+  done
+fi
+for f in $(find /sys/fs/cgroup/*/kubepods* -name cgroup.procs 2>/dev/null); do
+  for pid in $(cat "$f" 2>/dev/null); do
+    log "killing leftover container process $pid"
+    kill -9 "$pid" 2>/dev/null || true
+  done
+done
+
+# 4. Mounts under the node's directories (deepest first): pod volumes, container rootfs, network namespaces.
+for prefix in "$STATE" "$RUN_DIR" "$CONTAINERD_ROOT"; do
+  findmnt -rn -o TARGET | awk -v p="$prefix/" 'index($0, p) == 1' | sort -r | while read -r m; do
+    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || log "could not unmount $m"
+  done
+done
+
+# 5. cgroups the kubelet created (empty now), deepest first, in every v1 hierarchy (and the unified one).
+for h in /sys/fs/cgroup/*/; do
+  for top in "$h"kubepods*; do
+    [ -d "$top" ] || continue
+    for _ in 1 2 3 4 5; do
+      find "$top" -depth -type d -exec rmdir {} + 2>/dev/null || true
+      [ -d "$top" ] || break
+      sleep 0.5
+    done
+    [ -d "$top" ] && log "could not remove cgroup $top"
+  done
+done
+
+# 6. iptables: kube-proxy removes its own rules; then every remaining KUBE-* or CNI-* chain and the rules
+# jumping to them (kubelet's canary chains, the portmap plugin's chains).
+if [ -x "$KUBE_BIN/kube-proxy" ]; then
+  "$KUBE_BIN/kube-proxy" --cleanup >"$LOGS/kube-proxy-cleanup.log" 2>&1 || true
+fi
+for ipt in iptables ip6tables; do
+  command -v "$ipt" >/dev/null || continue
+  for table in filter nat mangle raw; do
+    "$ipt-save" -t "$table" 2>/dev/null | grep -E -- '^-A .* -j (KUBE|CNI)-' | sed 's/^-A //' |
+      while read -r rule; do eval "$ipt -t $table -D $rule" 2>/dev/null || true; done
+    for chain in $("$ipt-save" -t "$table" 2>/dev/null | awk '/^:(KUBE|CNI)-/ {print substr($1, 2)}'); do
+      "$ipt" -t "$table" -F "$chain" 2>/dev/null || true
+    done
+    for chain in $("$ipt-save" -t "$table" 2>/dev/null | awk '/^:(KUBE|CNI)-/ {print substr($1, 2)}'); do
+      "$ipt" -t "$table" -X "$chain" 2>/dev/null || log "could not delete $ipt $table chain $chain"
+    done
+  done
+done
+
+# 7. The pods' bridge, CNI's result cache for this network, kubelet's log links.
+if ip link show cni0 >/dev/null 2>&1; then ip link delete cni0 && log "deleted bridge cni0"; fi
+rm -f /var/lib/cni/results/etcd-operator-node-* 2>/dev/null || true
+if [ -d /var/log/containers ]; then
+  find /var/log/containers -maxdepth 1 -type l -lname "$STATE/*" -delete 2>/dev/null || true
+fi
+
+# 8. Kernel settings back to what they were before the first cluster-up.
+if [ -f "$RUN_DIR/sysctl.saved" ]; then
+  while IFS= read -r kv; do sysctl -q -w "$kv" 2>/dev/null || log "could not restore $kv"; done <"$RUN_DIR/sysctl.saved"
+  log "restored sysctls"
+fi
+
+# 9. State. Refuse to delete while anything is still mounted there.
+if findmnt -rn -o TARGET | grep -q -F -e "$STATE/" -e "$RUN_DIR/"; then
+  die "mounts remain under $STATE or $RUN_DIR; not removing them"
+fi
+rm -rf "$STATE" "$RUN_DIR" "$KUBECONFIG_PATH"
+if [ "${PURGE:-0}" = 1 ]; then
+  if findmnt -rn -o TARGET | grep -q -F "$CONTAINERD_ROOT/"; then die "mounts remain under $CONTAINERD_ROOT"; fi
+  rm -rf "$NODE_DIR"
+  log "purged $NODE_DIR"
+fi
+log "cluster down"

@@ -1,0 +1,222 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+)
+
+// Scenarios 1, 2, 6 (deletion) and 7 of the e2e issue, on one 3-member cluster, in order.
+var _ = Describe("A 3-member EtcdCluster", Ordered, func() {
+	var (
+		ns string
+		c  *etcdv1alpha1.EtcdCluster
+	)
+
+	BeforeAll(func() {
+		ns = newNamespace("cluster")
+		c = designCluster(ns, "prod-etcd", etcdVersion, 3)
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		report("time to a healthy 3-member cluster", waitAvailable(c, 5*time.Minute))
+	})
+
+	It("becomes Available with every member ready and reported in status", func() {
+		cur := getCluster(c)
+		Expect(cur.Status.Phase).To(Equal(etcdv1alpha1.PhaseRunning))
+		Expect(cur.Status.ReadyReplicas).To(Equal(int32(3)))
+		Eventually(func(g Gomega) {
+			cur := getCluster(c)
+			g.Expect(cur.Status.CurrentVersion).To(Equal(etcdVersion))
+			g.Expect(cur.Status.Members).To(HaveLen(3))
+			leaders := 0
+			for _, m := range cur.Status.Members {
+				g.Expect(m.Healthy).To(BeTrue(), "member %s", m.Name)
+				if m.Leader {
+					leaders++
+				}
+			}
+			g.Expect(leaders).To(Equal(1))
+		}).WithTimeout(time.Minute).Should(Succeed())
+		for _, p := range memberPods(c) {
+			Expect(p.Spec.Containers[0].Image).To(Equal(etcdRepository + ":v" + etcdVersion))
+		}
+	})
+
+	It("has 3 started voting members, as etcdctl sees them from inside the cluster", func() {
+		expectVotingMembers(c, memberNames(c, 3), time.Minute)
+	})
+
+	It("writes and reads back, inside the cluster and through the client Service", func() {
+		_, err := etcdctl(c, "prod-etcd-0", "put", "/e2e/hello", "world")
+		Expect(err).NotTo(HaveOccurred())
+		// Read on another member, from its own local store.
+		out, err := etcdctl(c, "prod-etcd-2", "--endpoints=http://localhost:2379", "get", "/e2e/hello",
+			"--print-value-only")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(strings.TrimSpace(out)).To(Equal("world"))
+		putGet(c, "/e2e/from-host", "ok")
+	})
+
+	It("keeps quorum with a PodDisruptionBudget of minAvailable 2", func() {
+		pdb := &policyv1.PodDisruptionBudget{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Name}, pdb)).To(Succeed())
+		Expect(pdb.Spec.MinAvailable).NotTo(BeNil())
+		Expect(pdb.Spec.MinAvailable.IntValue()).To(Equal(2))
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(pdb), pdb)).To(Succeed())
+			g.Expect(pdb.Status.CurrentHealthy).To(Equal(int32(3)))
+			g.Expect(pdb.Status.DisruptionsAllowed).To(Equal(int32(1)))
+		}).WithTimeout(time.Minute).Should(Succeed())
+	})
+
+	It("has a backup CronJob with the schedule", func() {
+		cj := &batchv1.CronJob{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Name + "-backup"}, cj)).To(Succeed())
+		Expect(cj.Spec.Schedule).To(Equal("0 2 * * *"))
+	})
+
+	It("runs every pod under the restricted Pod Security Standard", func() {
+		// The namespaces enforce restricted, so every pod that exists was admitted under it; a server-side
+		// dry run of the label also re-checks the running pods and warns about any that would violate it.
+		for _, n := range []string{ns, operatorNamespace} {
+			nsObj := &corev1.Namespace{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Name: n}, nsObj)).To(Succeed())
+			Expect(nsObj.Labels).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "restricted"), "namespace %s", n)
+			_, stderr, err := run(kubectl, "label", "namespace", n, "--dry-run=server", "--overwrite",
+				"pod-security.kubernetes.io/enforce=restricted", "pod-security.kubernetes.io/enforce-version=latest")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(stderr).NotTo(ContainSubstring("violate"), "namespace %s", n)
+		}
+		pods := &corev1.PodList{}
+		Expect(k8s.List(ctx, pods, client.InNamespace(operatorNamespace))).To(Succeed())
+		Expect(pods.Items).NotTo(BeEmpty())
+		for _, p := range append(pods.Items, memberPods(c)...) {
+			Expect(p.Spec.SecurityContext.RunAsNonRoot).To(HaveValue(BeTrue()), "pod %s", p.Name)
+			for _, ctr := range p.Spec.Containers {
+				Expect(ctr.SecurityContext.AllowPrivilegeEscalation).To(HaveValue(BeFalse()), "pod %s", p.Name)
+				Expect(ctr.SecurityContext.Capabilities.Drop).To(ContainElement(corev1.Capability("ALL")), "pod %s", p.Name)
+			}
+		}
+	})
+
+	Context("data survives", func() {
+		It("deleting a single member pod", func() {
+			w := startWriter(c, "/e2e/one-pod")
+			w.waitProgress(20, time.Minute)
+			leader, err := leaderPod(c)
+			Expect(err).NotTo(HaveOccurred())
+			victim := "prod-etcd-0"
+			if leader == victim {
+				victim = "prod-etcd-1"
+			}
+			start := time.Now()
+			uid := deletePod(ns, victim)
+			waitPodReplaced(ns, victim, uid, 3*time.Minute)
+			waitAvailable(c, 3*time.Minute)
+			report("a deleted follower back and ready", time.Since(start))
+			w.waitProgress(20, time.Minute)
+			w.stopAndVerify(c)
+			expectKey(c, "/e2e/hello", "world")
+			expectVotingMembers(c, memberNames(c, 3), time.Minute)
+		})
+
+		It("deleting the leader's pod", func() {
+			w := startWriter(c, "/e2e/leader")
+			w.waitProgress(20, time.Minute)
+			leader, err := leaderPod(c)
+			Expect(err).NotTo(HaveOccurred())
+			start := time.Now()
+			uid := deletePod(ns, leader)
+			waitPodReplaced(ns, leader, uid, 3*time.Minute)
+			waitAvailable(c, 3*time.Minute)
+			report("a deleted leader back and ready", time.Since(start))
+			w.waitProgress(20, time.Minute)
+			w.stopAndVerify(c)
+			expectKey(c, "/e2e/hello", "world")
+			expectVotingMembers(c, memberNames(c, 3), time.Minute)
+		})
+
+		It("deleting all pods at once", func() {
+			w := startWriter(c, "/e2e/all")
+			w.waitProgress(20, time.Minute)
+			start := time.Now()
+			uids := map[string]string{}
+			for _, p := range memberPods(c) {
+				uids[p.Name] = string(p.UID)
+			}
+			Expect(k8s.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns),
+				client.MatchingLabels{labelInstance: c.Name, labelComponent: "member"})).To(Succeed())
+			for name, uid := range uids {
+				waitPodReplaced(ns, name, uid, 5*time.Minute)
+			}
+			waitAvailable(c, 3*time.Minute)
+			report("all members deleted, back and ready", time.Since(start))
+			w.waitProgress(20, 2*time.Minute)
+			w.stopAndVerify(c)
+			expectKey(c, "/e2e/hello", "world")
+			expectVotingMembers(c, memberNames(c, 3), time.Minute)
+		})
+	})
+
+	It("removes its objects when deleted and keeps the volumes (default retention)", func() {
+		Expect(k8s.Delete(ctx, c)).To(Succeed())
+		expectGone(c, 2*time.Minute)
+		for _, obj := range []client.Object{
+			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c.Name}},
+			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c.Name}},
+			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c.Name + "-client"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c.Name + "-config"}},
+			&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c.Name}},
+			&batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c.Name + "-backup"}},
+		} {
+			expectGone(obj, 2*time.Minute)
+		}
+		Eventually(func() []corev1.Pod { return memberPods(c) }).WithTimeout(2 * time.Minute).Should(BeEmpty())
+		pvcs := &corev1.PersistentVolumeClaimList{}
+		Expect(k8s.List(ctx, pvcs, client.InNamespace(ns))).To(Succeed())
+		Expect(pvcs.Items).To(HaveLen(3), "the default policy keeps member volumes")
+	})
+})
+
+var _ = Describe("An EtcdCluster with pvcRetentionPolicy whenDeleted: Delete", func() {
+	It("removes its volumes with it", func() {
+		ns := newNamespace("retention")
+		c := designCluster(ns, "scratch", etcdVersion, 1)
+		c.Spec.PVCRetentionPolicy.WhenDeleted = etcdv1alpha1.DeleteVolume
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		waitAvailable(c, 3*time.Minute)
+		putGet(c, "/e2e/k", "v")
+		pvcs := &corev1.PersistentVolumeClaimList{}
+		Expect(k8s.List(ctx, pvcs, client.InNamespace(ns))).To(Succeed())
+		Expect(pvcs.Items).To(HaveLen(1))
+
+		Expect(k8s.Delete(ctx, c)).To(Succeed())
+		expectGone(c, 2*time.Minute)
+		Eventually(func() ([]corev1.PersistentVolumeClaim, error) {
+			l := &corev1.PersistentVolumeClaimList{}
+			err := k8s.List(ctx, l, client.InNamespace(ns))
+			return l.Items, err
+		}).WithTimeout(2 * time.Minute).Should(BeEmpty())
+	})
+})
+
+// deletePod deletes a pod and returns its UID, to recognise its replacement.
+func deletePod(ns, name string) string {
+	p := &corev1.Pod{}
+	ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p)).To(Succeed())
+	ExpectWithOffset(1, k8s.Delete(ctx, p)).To(Succeed())
+	GinkgoWriter.Printf("deleted pod %s (%s)\n", name, p.UID)
+	return string(p.UID)
+}

@@ -1,0 +1,294 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+)
+
+// Scenarios 3, 4, 5 and 6 (operator failover) of the e2e issue. They need the operator's membership logic
+// (adding and removing etcd members, ordered restarts), so they carry the label "membership":
+// `make test-e2e E2E_LABEL_FILTER=membership` runs them.
+var _ = Describe("Membership changes", Label("membership"), func() {
+	It("scales 3 → 5 → 3 with a writer running, losing no acknowledged write", func() {
+		ns := newNamespace("scale")
+		c := designCluster(ns, "scale", etcdVersion, 3)
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		waitAvailable(c, 5*time.Minute)
+		w := startWriter(c, "/e2e/scale")
+		w.waitProgress(20, time.Minute)
+
+		start := time.Now()
+		updateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Replicas = 5 })
+		waitAvailable(c, 5*time.Minute)
+		expectVotingMembers(c, memberNames(c, 5), 2*time.Minute)
+		report("scale 3 → 5", time.Since(start))
+		expectAgreement(c, 5)
+		w.waitProgress(20, time.Minute)
+
+		start = time.Now()
+		updateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Replicas = 3 })
+		waitAvailable(c, 5*time.Minute)
+		expectVotingMembers(c, memberNames(c, 3), 2*time.Minute)
+		report("scale 5 → 3", time.Since(start))
+		expectAgreement(c, 3)
+		w.waitProgress(20, time.Minute)
+		w.stopAndVerify(c)
+	})
+
+	It("upgrades one member at a time, leader last, losing no acknowledged write", func() {
+		ns := newNamespace("upgrade")
+		c := designCluster(ns, "upgrade", etcdUpgradeFrom, 3)
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		waitAvailable(c, 5*time.Minute)
+		putGet(c, "/e2e/before-upgrade", "kept")
+
+		for _, to := range []string{etcdVersion, etcdMinorUpgradeTo} {
+			By("upgrading to " + to)
+			w := startWriter(c, "/e2e/upgrade-"+to)
+			w.waitProgress(20, time.Minute)
+			obs := startRolloutObserver(c)
+			start := time.Now()
+			updateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Version = to })
+			Eventually(func(g Gomega) {
+				for _, p := range memberPods(c) {
+					g.Expect(p.Spec.Containers[0].Image).To(Equal(etcdRepository + ":v" + to))
+				}
+				cur := getCluster(c)
+				g.Expect(cur.Status.CurrentVersion).To(Equal(to))
+			}).WithTimeout(10 * time.Minute).WithPolling(time.Second).Should(Succeed())
+			waitAvailable(c, 5*time.Minute)
+			report("upgrade to "+to, time.Since(start))
+			replaced, maxDown, err := obs.stop()
+			Expect(err).NotTo(HaveOccurred())
+			GinkgoWriter.Printf("restart order: %v\n", replaced)
+			Expect(maxDown).To(BeNumerically("<=", 1), "more than one member was down at once")
+			Expect(replaced).To(HaveLen(3), "each member restarted exactly once")
+			for i, r := range replaced[:len(replaced)-1] {
+				Expect(r.pod).NotTo(Equal(r.leaderBefore), "restart %d took down the leader before the followers", i+1)
+			}
+			expectVotingMembers(c, memberNames(c, 3), time.Minute)
+			w.waitProgress(20, time.Minute)
+			w.stopAndVerify(c)
+		}
+		expectKey(c, "/e2e/before-upgrade", "kept")
+	})
+
+	It("heals a member whose volume and pod are deleted together", func() {
+		ns := newNamespace("heal")
+		c := designCluster(ns, "heal", etcdVersion, 3)
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		waitAvailable(c, 5*time.Minute)
+		putGet(c, "/e2e/before-heal", "kept")
+		w := startWriter(c, "/e2e/heal")
+		w.waitProgress(20, time.Minute)
+
+		victim := "heal-1"
+		before, err := memberList(c, "heal-0")
+		Expect(err).NotTo(HaveOccurred())
+		start := time.Now()
+		pvc := &corev1.PersistentVolumeClaim{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-" + victim}, pvc)).To(Succeed())
+		Expect(k8s.Delete(ctx, pvc)).To(Succeed())
+		uid := deletePod(ns, victim)
+		waitPodReplaced(ns, victim, uid, 5*time.Minute)
+		waitAvailable(c, 5*time.Minute)
+		expectVotingMembers(c, memberNames(c, 3), 3*time.Minute)
+		report("member healed after losing its volume", time.Since(start))
+
+		after, err := memberList(c, "heal-0")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(memberID(after, victim)).NotTo(Equal(memberID(before, victim)), "the healed member is a new etcd member")
+		newPVC := &corev1.PersistentVolumeClaim{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-" + victim}, newPVC)).To(Succeed())
+		Expect(newPVC.UID).NotTo(Equal(pvc.UID))
+		// The new member has the data in its own store (a serializable read is answered locally).
+		Eventually(func() (string, error) {
+			return etcdctl(c, victim, "--endpoints=http://localhost:2379", "get", "/e2e/before-heal",
+				"--print-value-only", "--consistency=s")
+		}).WithTimeout(time.Minute).Should(ContainSubstring("kept"))
+		w.waitProgress(20, time.Minute)
+		w.stopAndVerify(c)
+	})
+
+	It("converges when the operator pod is killed in the middle of a scale-up", func() {
+		ns := newNamespace("failover")
+		c := designCluster(ns, "failover", etcdVersion, 3)
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		waitAvailable(c, 5*time.Minute)
+		w := startWriter(c, "/e2e/failover")
+		w.waitProgress(20, time.Minute)
+
+		start := time.Now()
+		updateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Replicas = 5 })
+		By("waiting until the scale-up has begun")
+		Eventually(func() int { return len(memberPods(c)) }).WithTimeout(2 * time.Minute).
+			WithPolling(200 * time.Millisecond).Should(BeNumerically(">", 3))
+		By("killing the operator")
+		pods := &corev1.PodList{}
+		Expect(k8s.List(ctx, pods, client.InNamespace(operatorNamespace),
+			client.MatchingLabels{"control-plane": "controller-manager"})).To(Succeed())
+		Expect(pods.Items).NotTo(BeEmpty())
+		for i := range pods.Items {
+			Expect(k8s.Delete(ctx, &pods.Items[i], client.GracePeriodSeconds(0))).To(Succeed())
+		}
+		waitAvailable(c, 5*time.Minute)
+		expectVotingMembers(c, memberNames(c, 5), 3*time.Minute)
+		expectAgreement(c, 5)
+		report("scale 3 → 5 with the operator killed midway", time.Since(start))
+		Eventually(func(g Gomega) {
+			d := &appsv1.Deployment{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: operatorDeployment}, d)).To(Succeed())
+			g.Expect(d.Status.AvailableReplicas).To(Equal(*d.Spec.Replicas))
+		}).WithTimeout(2 * time.Minute).Should(Succeed())
+		w.waitProgress(20, time.Minute)
+		w.stopAndVerify(c)
+	})
+})
+
+func memberID(members []etcdMember, name string) uint64 {
+	for _, m := range members {
+		if m.Name == name {
+			return m.ID
+		}
+	}
+	return 0
+}
+
+// expectAgreement checks that etcd's member list, the member pods and the EtcdCluster status agree on n members.
+func expectAgreement(c *etcdv1alpha1.EtcdCluster, n int) {
+	EventuallyWithOffset(1, func(g Gomega) {
+		pods := memberPods(c)
+		var podNames []string
+		for _, p := range pods {
+			g.Expect(p.DeletionTimestamp).To(BeNil())
+			podNames = append(podNames, p.Name)
+		}
+		g.Expect(podNames).To(Equal(memberNames(c, n)))
+		cur := getCluster(c)
+		var statusNames []string
+		for _, m := range cur.Status.Members {
+			g.Expect(m.Healthy).To(BeTrue(), "member %s", m.Name)
+			g.Expect(m.Learner).To(BeFalse(), "member %s", m.Name)
+			statusNames = append(statusNames, m.Name)
+		}
+		slices.Sort(statusNames)
+		g.Expect(statusNames).To(Equal(memberNames(c, n)))
+		g.Expect(cur.Status.Replicas).To(Equal(int32(n)))
+		g.Expect(cur.Status.ReadyReplicas).To(Equal(int32(n)))
+	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+}
+
+// replacement is one member pod replaced during a rollout, with the leader seen just before.
+type replacement struct {
+	pod          string
+	leaderBefore string
+}
+
+func (r replacement) String() string { return fmt.Sprintf("%s(leader before: %s)", r.pod, r.leaderBefore) }
+
+// rolloutObserver samples the member pods and the leader while a rollout runs: which pod was replaced when,
+// who led just before, and the most members down at once.
+type rolloutObserver struct {
+	c      *etcdv1alpha1.EtcdCluster
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu       sync.Mutex
+	replaced []replacement
+	maxDown  int
+	err      error
+}
+
+func startRolloutObserver(c *etcdv1alpha1.EtcdCluster) *rolloutObserver {
+	octx, cancel := context.WithCancel(ctx)
+	o := &rolloutObserver{c: c, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(o.done)
+		// uids holds, per member name, the UID of its live pod, or "" while its replacement is awaited.
+		uids := map[string]string{}
+		leader := ""
+		for octx.Err() == nil {
+			pods := &corev1.PodList{}
+			if err := k8s.List(octx, pods, client.InNamespace(c.Namespace),
+				client.MatchingLabels{labelInstance: c.Name, labelComponent: "member"}); err != nil {
+				time.Sleep(300 * time.Millisecond)
+				continue
+			}
+			o.mu.Lock()
+			down := 0
+			seen := map[string]bool{}
+			for i := range pods.Items {
+				p := &pods.Items[i]
+				seen[p.Name] = true
+				live := p.DeletionTimestamp == nil
+				if !live || !podReady(p) {
+					down++
+				}
+				known, ok := uids[p.Name]
+				switch {
+				case !ok:
+					uids[p.Name] = ""
+					if live {
+						uids[p.Name] = string(p.UID)
+					}
+				case known == "":
+					if live {
+						uids[p.Name] = string(p.UID)
+					}
+				case !live || string(p.UID) != known:
+					o.replaced = append(o.replaced, replacement{pod: p.Name, leaderBefore: leader})
+					uids[p.Name] = ""
+					if live {
+						uids[p.Name] = string(p.UID)
+					}
+				}
+			}
+			for name, known := range uids {
+				if seen[name] {
+					continue
+				}
+				down++
+				if known != "" {
+					o.replaced = append(o.replaced, replacement{pod: name, leaderBefore: leader})
+					uids[name] = ""
+				}
+			}
+			o.maxDown = max(o.maxDown, down)
+			o.mu.Unlock()
+			if l, err := leaderPod(c); err == nil {
+				leader = l
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+	}()
+	return o
+}
+
+func (o *rolloutObserver) stop() ([]replacement, int, error) {
+	o.cancel()
+	<-o.done
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	names := make([]string, 0, len(o.replaced))
+	for _, r := range o.replaced {
+		names = append(names, r.pod)
+	}
+	if len(names) != len(slices.Compact(slices.Sorted(slices.Values(names)))) {
+		o.err = fmt.Errorf("a member was replaced more than once: %s", strings.Join(names, ", "))
+	}
+	return o.replaced, o.maxDown, o.err
+}
