@@ -1,0 +1,211 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+)
+
+// These tests send manifests to a real kube-apiserver with the generated CRD installed, so they prove
+// the OpenAPI and CEL rules users actually hit, with the messages they actually see.
+
+var cl client.Client
+
+func TestMain(m *testing.M) {
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		panic(fmt.Sprintf("start envtest (run `make test` so KUBEBUILDER_ASSETS is set): %v", err))
+	}
+	cl, err = client.New(cfg, client.Options{})
+	if err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	_ = env.Stop()
+	if code != 0 {
+		panic(fmt.Sprintf("exit %d", code))
+	}
+}
+
+var seq int
+
+// cluster parses an EtcdCluster manifest whose spec is given as YAML, with a fresh name.
+func cluster(t *testing.T, spec string) *unstructured.Unstructured {
+	t.Helper()
+	seq++
+	doc := fmt.Sprintf("apiVersion: etcd.seedops.io/v1alpha1\nkind: EtcdCluster\nmetadata:\n  name: c%d\n  namespace: default\nspec:\n%s", seq, indent(spec))
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+		t.Fatalf("bad test manifest: %v\n%s", err, doc)
+	}
+	return u
+}
+
+func indent(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i, l := range lines {
+		lines[i] = "  " + l
+	}
+	return strings.Join(lines, "\n")
+}
+
+const design = `
+version: 3.5.9
+replicas: 3
+storageSize: 10Gi
+backupSchedule: "0 2 * * *"`
+
+func TestCreateRefusesBadManifests(t *testing.T) {
+	const semver = "version must be a semantic version X.Y.Z"
+	const odd = "replicas must be 1, 3, 5 or 7: etcd needs a majority"
+	const cron = "backupSchedule must be a 5-field cron expression"
+	const positive = "storageSize must be a positive quantity"
+	cases := []struct{ name, spec, want string }{
+		{"missing version", "replicas: 3", "spec.version: Required value"},
+		{"two-part version", "version: '3.5'", semver},
+		{"v-prefixed version", "version: v3.5.9", semver},
+		{"pre-release version", "version: 3.5.9-rc.1", semver},
+		{"empty version", "version: ''", semver},
+		{"leading-zero version", "version: 3.05.9", semver},
+		{"replicas 2", "version: 3.5.9\nreplicas: 2", odd},
+		{"replicas 4", "version: 3.5.9\nreplicas: 4", odd},
+		{"replicas 6", "version: 3.5.9\nreplicas: 6", odd},
+		{"replicas 0", "version: 3.5.9\nreplicas: 0", odd},
+		{"replicas 9", "version: 3.5.9\nreplicas: 9", odd},
+		{"negative replicas", "version: 3.5.9\nreplicas: -1", odd},
+		{"zero storage", "version: 3.5.9\nstorageSize: '0'", positive},
+		{"negative storage", "version: 3.5.9\nstorageSize: -1Gi", positive},
+		{"storage not a quantity", "version: 3.5.9\nstorageSize: ten", "spec.storageSize"},
+		{"cron with 4 fields", "version: 3.5.9\nbackupSchedule: '0 2 * *'", cron},
+		{"cron with 6 fields", "version: 3.5.9\nbackupSchedule: '0 0 2 * * *'", cron},
+		{"cron minute 60", "version: 3.5.9\nbackupSchedule: '60 * * * *'", cron},
+		{"cron hour 24", "version: 3.5.9\nbackupSchedule: '0 24 * * *'", cron},
+		{"cron day 32", "version: 3.5.9\nbackupSchedule: '0 0 32 * *'", cron},
+		{"cron month 13", "version: 3.5.9\nbackupSchedule: '0 0 1 13 *'", cron},
+		{"cron @every", "version: 3.5.9\nbackupSchedule: '@every 1h'", cron},
+		{"cron words", "version: 3.5.9\nbackupSchedule: 'every night'", cron},
+		{"repository with tag", "version: 3.5.9\nrepository: quay.io/coreos/etcd:v3.5.9", "repository must not carry a tag or digest"},
+		{"repository with digest", "version: 3.5.9\nrepository: quay.io/coreos/etcd@sha256:abc", "repository must not carry a tag or digest"},
+		{"reserved pod label", "version: 3.5.9\npod:\n  labels:\n    app.kubernetes.io/instance: x", "reserved for the operator"},
+		{"two backup destinations", "version: 3.5.9\nbackup:\n  pvc: {}\n  s3: {endpoint: 'https://s3.example.com', bucket: etcd, credentialsSecretName: creds}", "choose one backup destination: pvc or s3"},
+		{"s3 endpoint not http", "version: 3.5.9\nbackup:\n  s3: {endpoint: 'ftp://s3.example.com', bucket: etcd, credentialsSecretName: creds}", "endpoint must be an http or https URL"},
+		{"s3 without bucket", "version: 3.5.9\nbackup:\n  s3: {endpoint: 'https://s3.example.com', credentialsSecretName: creds}", "spec.backup.s3.bucket: Required value"},
+		{"retention 0", "version: 3.5.9\nbackup:\n  retention: 0", "spec.backup.retention"},
+		{"unknown retention policy", "version: 3.5.9\npvcRetentionPolicy:\n  whenDeleted: Keep", `supported values: "Retain", "Delete"`},
+		{"empty storage class", "version: 3.5.9\nstorageClassName: ''", "spec.storageClassName"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := cl.Create(context.Background(), cluster(t, tc.spec))
+			if err == nil {
+				t.Fatalf("accepted; want refusal with %q", tc.want)
+			}
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("refused with %v; want an Invalid error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCreateAcceptsGoodManifests(t *testing.T) {
+	cases := map[string]string{
+		"the design's manifest": design,
+		"version only (defaults)": "version: 3.6.5",
+		"macro schedule":          "version: 3.5.9\nbackupSchedule: '@daily'",
+		"rich cron":               "version: 3.5.9\nbackupSchedule: '*/15 0-6 1,15 JAN-MAR mon-fri'",
+		"every option": `
+version: 3.5.17
+replicas: 5
+storageSize: 20Gi
+storageClassName: fast
+repository: localhost:5000/etcd
+paused: true
+pvcRetentionPolicy: {whenDeleted: Delete, whenScaled: Delete}
+backup:
+  retention: 30
+  s3: {endpoint: 'https://s3.example.com', bucket: etcd-backups, prefix: prod/, credentialsSecretName: creds}
+pod:
+  labels: {team: storage}
+  annotations: {a: b}
+  priorityClassName: high
+  nodeSelector: {disk: ssd}
+  resources: {requests: {cpu: 500m, memory: 1Gi}}`,
+	}
+	for name, spec := range cases {
+		t.Run(name, func(t *testing.T) {
+			if err := cl.Create(context.Background(), cluster(t, spec)); err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+		})
+	}
+}
+
+// TestCreateFillsDefaults checks the production-sane defaults the API server fills in.
+func TestCreateFillsDefaults(t *testing.T) {
+	u := cluster(t, "version: 3.5.9")
+	if err := cl.Create(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]any{
+		"replicas": int64(3), "storageSize": "8Gi", "repository": "gcr.io/etcd-development/etcd",
+		"backup.retention": int64(7), "pvcRetentionPolicy.whenDeleted": "Retain", "pvcRetentionPolicy.whenScaled": "Retain",
+	} {
+		got, _, _ := unstructured.NestedFieldNoCopy(u.Object, append([]string{"spec"}, strings.Split(path, ".")...)...)
+		if got != want {
+			t.Errorf("spec.%s defaulted to %v, want %v", path, got, want)
+		}
+	}
+}
+
+func TestUpdateRules(t *testing.T) {
+	cases := []struct {
+		name, from, to, want string // want "" means the update is accepted
+	}{
+		{"patch upgrade", "version: 3.5.9", "version: 3.5.17", ""},
+		{"patch downgrade", "version: 3.5.17", "version: 3.5.9", ""},
+		{"minor upgrade", "version: 3.5.17", "version: 3.6.0", ""},
+		{"minor downgrade", "version: 3.6.0", "version: 3.5.17", "downgrading etcd from 3.6.0 to 3.5.17 is not supported"},
+		{"skipped minor", "version: 3.4.22", "version: 3.6.0", "upgrading etcd from 3.4.22 to 3.6.0 skips a minor version"},
+		{"major change", "version: 3.5.9", "version: 4.0.0", "changing etcd's major version is not supported"},
+		{"storage grows", "version: 3.5.9\nstorageSize: 10Gi", "version: 3.5.9\nstorageSize: 20Gi", ""},
+		{"storage shrinks", "version: 3.5.9\nstorageSize: 10Gi", "version: 3.5.9\nstorageSize: 9Gi", "storageSize can only grow"},
+		{"storage class changes", "version: 3.5.9\nstorageClassName: a", "version: 3.5.9\nstorageClassName: b", "storageClassName is immutable"},
+		{"storage class added", "version: 3.5.9", "version: 3.5.9\nstorageClassName: b", "storageClassName is immutable"},
+		{"storage class removed", "version: 3.5.9\nstorageClassName: a", "version: 3.5.9", "storageClassName is immutable"},
+		{"scale 3 to 5", "version: 3.5.9\nreplicas: 3", "version: 3.5.9\nreplicas: 5", ""},
+		{"scale 3 to 4", "version: 3.5.9\nreplicas: 3", "version: 3.5.9\nreplicas: 4", "replicas must be 1, 3, 5 or 7"},
+		{"schedule removed", design, "version: 3.5.9\nreplicas: 3\nstorageSize: 10Gi", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			obj := cluster(t, tc.from)
+			if err := cl.Create(ctx, obj); err != nil {
+				t.Fatalf("create: %v", err)
+			}
+			next := cluster(t, tc.to)
+			obj.Object["spec"] = next.Object["spec"]
+			err := cl.Update(ctx, obj)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("update refused: %v", err)
+			case tc.want != "" && err == nil:
+				t.Fatalf("update accepted; want refusal with %q", tc.want)
+			case tc.want != "" && (!apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("refused with %v; want an Invalid error containing %q", err, tc.want)
+			}
+		})
+	}
+}
