@@ -31,6 +31,7 @@ import (
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	"github.com/seedops/etcd-operator/internal/etcd"
+	"github.com/seedops/etcd-operator/internal/membership"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
@@ -43,9 +44,6 @@ const (
 	ReasonStatefulSetRenew = "StatefulSetRecreated"
 )
 
-// healthResyncInterval is how often a running cluster's etcd health is re-read. etcd health is not a
-// Kubernetes event, so it cannot be watched; everything else is.
-const healthResyncInterval = 30 * time.Second
 
 // EtcdClusterReconciler turns an EtcdCluster into a StatefulSet of etcd members and everything around it.
 //
@@ -57,8 +55,17 @@ type EtcdClusterReconciler struct {
 	Scheme   *runtime.Scheme
 	Recorder recorder.EventRecorder
 	Options  resources.Options
-	// Dialer connects to etcd; nil means status comes from Kubernetes objects alone.
+	// Dialer connects to etcd.
 	Dialer etcd.Dialer
+	// URLs resolves members to the URLs the operator dials and registers (DNS names in a cluster;
+	// local ports in tests). Nil means the stable DNS names.
+	URLs MemberURLs
+	// HealAfter is how long a member may stay unhealthy before it is replaced (default 3m).
+	HealAfter time.Duration
+	// HealthInterval is how often a cluster at rest is re-checked (default 30s).
+	HealthInterval time.Duration
+	// StepInterval is the short backoff while an operation is in flight (default 2s).
+	StepInterval time.Duration
 }
 
 // +kubebuilder:rbac:groups=etcd.seedops.io,resources=etcdclusters,verbs=get;list;watch
@@ -74,8 +81,11 @@ type EtcdClusterReconciler struct {
 
 // Reconcile moves one EtcdCluster towards its spec:
 //  1. read the cluster; gone means nothing to do (owner references clean up);
-//  2. unless paused, apply configuration, Services, StatefulSet, PodDisruptionBudget and backup CronJob;
-//  3. observe pods and etcd, and write status once, in a deferred patch, only if it changed.
+//  2. observe the member pods, their volumes and etcd itself;
+//  3. plan the next safe membership step (pure: see internal/membership);
+//  4. unless paused, apply configuration, Services, StatefulSet, PodDisruptionBudget and backup CronJob,
+//     then take the planned step (at most one etcd or pod/volume mutation);
+//  5. write status once, in a deferred patch, only if it changed.
 func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	log := logf.FromContext(ctx)
 
@@ -89,21 +99,26 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	before := cluster.DeepCopy()
 
-	// 3. (deferred) Observe and report, whatever happened in step 2.
+	// 2. Observe.
+	obs, err := r.observe(ctx, cluster)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// 3. Plan.
+	decision := membership.Plan(obs.planInput(cluster, time.Now(), r.healAfter()))
+
+	// 5. (deferred) Report, whatever happened in step 4.
 	defer func() {
-		obs, err := r.observe(ctx, cluster)
-		if err != nil {
-			retErr = kerrors.NewAggregate([]error{retErr, err})
-		}
-		cluster.Status = computeStatus(cluster, obs, retErr, time.Now())
+		cluster.Status = computeStatus(cluster, obs, decision, retErr, time.Now())
 		if retErr != nil {
 			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, ReasonReconcileFailed, "Reconcile", "%v", retErr)
 		}
+		r.recordTransitions(before, cluster)
 		if err := r.patchStatus(ctx, before, cluster); err != nil {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
-		if retErr == nil && result.IsZero() && obs.readyReplicas > 0 && r.Dialer != nil {
-			result.RequeueAfter = healthResyncInterval
+		if retErr == nil && result.IsZero() {
+			result.RequeueAfter = r.requeueAfter(cluster, obs, decision)
 		}
 	}()
 
@@ -112,19 +127,34 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, nil
 	}
 
-	// 2. Apply the managed objects, phase by phase.
-	for _, phase := range []func(context.Context, *etcdv1alpha1.EtcdCluster) error{
+	// 4. Apply the managed objects, phase by phase, then take the planned step.
+	for _, phase := range []func(context.Context, *etcdv1alpha1.EtcdCluster, membership.Decision, observation) error{
 		r.reconcileConfigMap,
 		r.reconcileServices,
 		r.reconcileStatefulSet,
 		r.reconcilePodDisruptionBudget,
 		r.reconcileBackupCronJob,
+		r.recordVolumes,
+		r.takeStep,
 	} {
-		if err := phase(ctx, cluster); err != nil {
+		if err := phase(ctx, cluster, decision, obs); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// requeueAfter: soon while an operation is in flight, at the health interval while etcd runs, and never
+// for a cluster with nothing to observe (every other change is an event).
+func (r *EtcdClusterReconciler) requeueAfter(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.Decision) time.Duration {
+	switch {
+	case c.Spec.Paused || len(obs.pods) == 0:
+		return 0
+	case d.InProgress():
+		return r.stepInterval()
+	default:
+		return r.healthInterval()
+	}
 }
 
 // applied records an event and a log line when an apply changed something.
@@ -136,14 +166,17 @@ func (r *EtcdClusterReconciler) applied(ctx context.Context, c *etcdv1alpha1.Etc
 	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonApplied, "Apply", "%s %s applied", kind, name)
 }
 
-func (r *EtcdClusterReconciler) reconcileConfigMap(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
-	desired := resources.ConfigMap(c, resources.BootstrapConfig(c, int(c.Spec.Replicas), r.Options))
+func (r *EtcdClusterReconciler) reconcileConfigMap(ctx context.Context, c *etcdv1alpha1.EtcdCluster, d membership.Decision, obs observation) error {
+	if d.Config == nil {
+		return nil // etcd unreachable after formation: keep what members were started with
+	}
+	desired := resources.ConfigMap(c, r.memberConfig(c, d.Config))
 	changed, err := applyIfChanged(ctx, r.Client, &corev1.ConfigMap{}, desired, corev1ac.ExtractConfigMap)
 	r.applied(ctx, c, changed, "ConfigMap", resources.ConfigMapName(c))
 	return err
 }
 
-func (r *EtcdClusterReconciler) reconcileServices(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
+func (r *EtcdClusterReconciler) reconcileServices(ctx context.Context, c *etcdv1alpha1.EtcdCluster, d membership.Decision, obs observation) error {
 	for _, desired := range []*corev1ac.ServiceApplyConfiguration{resources.PeerService(c), resources.ClientService(c)} {
 		changed, err := applyIfChanged(ctx, r.Client, &corev1.Service{}, desired, corev1ac.ExtractService)
 		if err != nil {
@@ -154,8 +187,8 @@ func (r *EtcdClusterReconciler) reconcileServices(ctx context.Context, c *etcdv1
 	return nil
 }
 
-func (r *EtcdClusterReconciler) reconcileStatefulSet(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
-	desired := resources.StatefulSet(c, c.Spec.Replicas, r.Options)
+func (r *EtcdClusterReconciler) reconcileStatefulSet(ctx context.Context, c *etcdv1alpha1.EtcdCluster, d membership.Decision, obs observation) error {
+	desired := resources.StatefulSet(c, int32(d.Replicas), r.Options)
 	existing := &appsv1.StatefulSet{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.StatefulSetName(c)}, existing)
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -233,14 +266,14 @@ func (r *EtcdClusterReconciler) growVolumeClaims(ctx context.Context, c *etcdv1a
 	return nil
 }
 
-func (r *EtcdClusterReconciler) reconcilePodDisruptionBudget(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
-	desired := resources.PodDisruptionBudget(c, c.Spec.Replicas)
+func (r *EtcdClusterReconciler) reconcilePodDisruptionBudget(ctx context.Context, c *etcdv1alpha1.EtcdCluster, d membership.Decision, obs observation) error {
+	desired := resources.PodDisruptionBudget(c, obs.voters(c))
 	changed, err := applyIfChanged(ctx, r.Client, &policyv1.PodDisruptionBudget{}, desired, policyv1ac.ExtractPodDisruptionBudget)
 	r.applied(ctx, c, changed, "PodDisruptionBudget", resources.PDBName(c))
 	return err
 }
 
-func (r *EtcdClusterReconciler) reconcileBackupCronJob(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
+func (r *EtcdClusterReconciler) reconcileBackupCronJob(ctx context.Context, c *etcdv1alpha1.EtcdCluster, d membership.Decision, obs observation) error {
 	if c.Spec.BackupSchedule == "" {
 		cj := &batchv1.CronJob{}
 		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.BackupCronJobName(c)}, cj)

@@ -242,6 +242,13 @@ type MemberStatus struct {
 	// DBSizeBytes is the size of the member's backend database.
 	// +optional
 	DBSizeBytes int64 `json:"dbSizeBytes,omitempty"`
+	// UnhealthySince is when the member was first seen unhealthy; a member unhealthy for too long is
+	// replaced.
+	// +optional
+	UnhealthySince *metav1.Time `json:"unhealthySince,omitempty"`
+	// Unknown is true for a member in etcd that the operator did not add; it is reported, never removed.
+	// +optional
+	Unknown bool `json:"unknown,omitempty"`
 }
 
 // EtcdClusterStatus is the observed state of an etcd cluster.

@@ -37,6 +37,14 @@ type Client interface {
 	MemberList(ctx context.Context) ([]Member, error)
 	// Status asks the member serving endpoint about itself.
 	Status(ctx context.Context, endpoint string) (EndpointStatus, error)
+	// AddLearner adds a non-voting member with the given peer URL and returns the new member list.
+	AddLearner(ctx context.Context, peerURL string) (Member, error)
+	// Promote makes a caught-up learner a voting member.
+	Promote(ctx context.Context, id uint64) error
+	// Remove removes a member.
+	Remove(ctx context.Context, id uint64) error
+	// MoveLeader hands leadership to another voter; the client must be connected to the leader.
+	MoveLeader(ctx context.Context, to uint64) error
 	Close() error
 }
 
@@ -99,6 +107,44 @@ func (c *client) Status(ctx context.Context, endpoint string) (EndpointStatus, e
 		IsLearner: resp.IsLearner,
 		Errors:    resp.Errors,
 	}, nil
+}
+
+func (c *client) AddLearner(ctx context.Context, peerURL string) (Member, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.c.MemberAddAsLearner(ctx, []string{peerURL})
+	if err != nil {
+		return Member{}, fmt.Errorf("add learner %s: %w", peerURL, err)
+	}
+	m := resp.Member
+	return Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner}, nil
+}
+
+func (c *client) Promote(ctx context.Context, id uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	if _, err := c.c.MemberPromote(ctx, id); err != nil {
+		return fmt.Errorf("promote learner %x: %w", id, err)
+	}
+	return nil
+}
+
+func (c *client) Remove(ctx context.Context, id uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	if _, err := c.c.MemberRemove(ctx, id); err != nil {
+		return fmt.Errorf("remove member %x: %w", id, err)
+	}
+	return nil
+}
+
+func (c *client) MoveLeader(ctx context.Context, to uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	if _, err := c.c.MoveLeader(ctx, to); err != nil {
+		return fmt.Errorf("move leadership to %x: %w", to, err)
+	}
+	return nil
 }
 
 func (c *client) Close() error { return c.c.Close() }

@@ -1,0 +1,173 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/membership"
+	"github.com/seedops/etcd-operator/internal/resources"
+)
+
+// Event reasons of membership steps.
+const (
+	ReasonMemberStep   = "MemberChange"
+	ReasonMemberFailed = "MemberChangeFailed"
+)
+
+func (r *EtcdClusterReconciler) healAfter() time.Duration {
+	return durationOr(r.HealAfter, 3*time.Minute)
+}
+
+func (r *EtcdClusterReconciler) healthInterval() time.Duration {
+	return durationOr(r.HealthInterval, 30*time.Second)
+}
+
+func (r *EtcdClusterReconciler) stepInterval() time.Duration {
+	return durationOr(r.StepInterval, 2*time.Second)
+}
+
+func durationOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// memberConfig renders the planner's configuration with the members' URLs.
+func (r *EtcdClusterReconciler) memberConfig(c *etcdv1alpha1.EtcdCluster, cfg *membership.Config) resources.MemberConfig {
+	parts := make([]string, 0, len(cfg.Ordinals))
+	for _, ord := range cfg.Ordinals {
+		parts = append(parts, resources.MemberName(c, ord)+"="+r.urls().PeerURL(c, ord))
+	}
+	return resources.MemberConfig{InitialCluster: strings.Join(parts, ","), InitialClusterState: cfg.State}
+}
+
+// recordVolumes writes, on each healthy member's claim, the ID of the member whose data it holds. A
+// claim later found without it, or with another ID, tells the planner the data was lost.
+func (r *EtcdClusterReconciler) recordVolumes(ctx context.Context, c *etcdv1alpha1.EtcdCluster, _ membership.Decision, obs observation) error {
+	for _, m := range obs.members {
+		ord, ok := obs.ordinals[m.ID]
+		pvc := obs.pvcByOrdinal[ord]
+		if !ok || ord < 0 || pvc == nil || !obs.healthy[m.ID] || pvc.Annotations[AnnotationMemberID] != "" || !pvc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		ac := corev1ac.PersistentVolumeClaim(pvc.Name, pvc.Namespace).
+			WithAnnotations(map[string]string{AnnotationMemberID: strconv.FormatUint(m.ID, 16)})
+		if err := r.Apply(ctx, ac, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("record member %x on claim %s: %w", m.ID, pvc.Name, err)
+		}
+	}
+	return nil
+}
+
+// takeStep carries out the planned mutation: exactly one etcd call or one Kubernetes write, so a crash
+// anywhere leaves a state the next plan continues from.
+func (r *EtcdClusterReconciler) takeStep(ctx context.Context, c *etcdv1alpha1.EtcdCluster, d membership.Decision, obs observation) error {
+	a := d.Action
+	if a.Type == membership.ActionNone {
+		return nil
+	}
+	logf.FromContext(ctx).Info("membership step", "action", a.Type, "ordinal", a.Ordinal, "member", fmt.Sprintf("%x", a.ID), "why", d.Message)
+	err := r.doStep(ctx, c, a, obs)
+	if err != nil {
+		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, ReasonMemberFailed, string(a.Type), "%s: %v", d.Message, err)
+		return err
+	}
+	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonMemberStep, string(a.Type), "%s", d.Message)
+	return nil
+}
+
+func (r *EtcdClusterReconciler) doStep(ctx context.Context, c *etcdv1alpha1.EtcdCluster, a membership.Action, obs observation) error {
+	switch a.Type {
+	case membership.ActionDeletePod:
+		pod := obs.podByOrdinal[a.Ordinal]
+		if pod == nil {
+			return nil
+		}
+		return client.IgnoreNotFound(r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}))
+	case membership.ActionMarkReplace:
+		pvc := obs.pvcByOrdinal[a.Ordinal]
+		if pvc == nil {
+			return fmt.Errorf("no data claim for member %d", a.Ordinal)
+		}
+		ac := corev1ac.PersistentVolumeClaim(pvc.Name, pvc.Namespace).WithAnnotations(map[string]string{AnnotationReplace: "true"})
+		return r.Apply(ctx, ac, client.FieldOwner(FieldOwner), client.ForceOwnership)
+	case membership.ActionDeleteVolume:
+		// The claim goes first (it stays until its pod is gone), then the pod, so the StatefulSet
+		// recreates both empty.
+		if pvc := obs.pvcByOrdinal[a.Ordinal]; pvc != nil && pvc.DeletionTimestamp.IsZero() {
+			if err := r.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+		if pod := obs.podByOrdinal[a.Ordinal]; pod != nil && pod.DeletionTimestamp.IsZero() {
+			return client.IgnoreNotFound(r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}))
+		}
+		return nil
+	}
+
+	// etcd steps. Leadership moves must be asked of the leader itself.
+	endpoints := []string{}
+	for ord := range obs.podByOrdinal {
+		endpoints = append(endpoints, r.urls().ClientURL(c, ord))
+	}
+	if a.Type == membership.ActionMoveLeader {
+		endpoints = nil
+		for id, st := range obs.statuses {
+			if st.Leader == id {
+				endpoints = []string{r.urls().ClientURL(c, obs.ordinals[id])}
+			}
+		}
+		if len(endpoints) == 0 {
+			return fmt.Errorf("no leader to move leadership from")
+		}
+	}
+	cli, err := r.Dialer.Dial(ctx, endpoints)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cli.Close() }()
+	switch a.Type {
+	case membership.ActionAddLearner:
+		_, err = cli.AddLearner(ctx, r.urls().PeerURL(c, a.Ordinal))
+	case membership.ActionPromote:
+		err = cli.Promote(ctx, a.ID)
+	case membership.ActionRemove:
+		err = cli.Remove(ctx, a.ID)
+	case membership.ActionMoveLeader:
+		err = cli.MoveLeader(ctx, a.ID)
+	default:
+		err = fmt.Errorf("unknown step %q", a.Type)
+	}
+	return err
+}
+
+// recordTransitions emits an event whenever a condition changes, so a blocked or failing cluster is
+// visible in `kubectl describe` without an event on every reconcile.
+func (r *EtcdClusterReconciler) recordTransitions(before, after *etcdv1alpha1.EtcdCluster) {
+	old := map[string]string{}
+	for _, cond := range before.Status.Conditions {
+		old[cond.Type] = string(cond.Status) + "/" + cond.Reason
+	}
+	for _, cond := range after.Status.Conditions {
+		if old[cond.Type] == string(cond.Status)+"/"+cond.Reason {
+			continue
+		}
+		typ := corev1.EventTypeNormal
+		if (cond.Type == etcdv1alpha1.ConditionDegraded && cond.Status == "True") ||
+			(cond.Type == etcdv1alpha1.ConditionAvailable && cond.Status == "False" && cond.Reason != ReasonBootstrapping) ||
+			cond.Reason == ReasonBlocked {
+			typ = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(after, nil, typ, cond.Reason, cond.Type, "%s=%s: %s", cond.Type, cond.Status, cond.Message)
+	}
+}

@@ -1,0 +1,318 @@
+package controllers
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/etcd"
+	"github.com/seedops/etcd-operator/internal/membership"
+	"github.com/seedops/etcd-operator/internal/resources"
+)
+
+// Annotations on member volume claims: the only intent the operator persists outside etcd.
+const (
+	// AnnotationMemberID records which etcd member's data a claim holds (hex ID).
+	AnnotationMemberID = "etcd.seedops.io/member-id"
+	// AnnotationReplace marks a claim whose data is being replaced (a heal in progress).
+	AnnotationReplace = "etcd.seedops.io/replace"
+)
+
+// observation is what the controller saw of a cluster's pods, volumes and etcd members.
+type observation struct {
+	statefulSet    *appsv1.StatefulSet // nil when absent
+	pods           []corev1.Pod        // sorted by ordinal
+	podByOrdinal   map[int]*corev1.Pod
+	clientURLs     map[int]string // of the member pods
+	pvcByOrdinal   map[int]*corev1.PersistentVolumeClaim
+	readyReplicas  int32
+	outdatedPods   []string
+	clientEndpoint string
+
+	// etcd, when it answered.
+	reachable bool
+	etcdErr   error
+	members   []etcd.Member
+	statuses  map[uint64]etcd.EndpointStatus
+	ordinals  map[uint64]int
+	healthy   map[uint64]bool
+	// previous is the last reported status of each member, by name.
+	previous map[string]etcdv1alpha1.MemberStatus
+}
+
+// MemberURLs resolves a member to the URLs the operator registers in etcd and dials.
+type MemberURLs interface {
+	PeerURL(c *etcdv1alpha1.EtcdCluster, ordinal int) string
+	ClientURL(c *etcdv1alpha1.EtcdCluster, ordinal int) string
+}
+
+// dnsURLs are the members' stable DNS names through the headless Service.
+type dnsURLs struct{ o resources.Options }
+
+func (u dnsURLs) PeerURL(c *etcdv1alpha1.EtcdCluster, i int) string {
+	return resources.MemberPeerURL(c, i, u.o)
+}
+
+func (u dnsURLs) ClientURL(c *etcdv1alpha1.EtcdCluster, i int) string {
+	return resources.MemberClientURL(c, i, u.o)
+}
+
+func (r *EtcdClusterReconciler) urls() MemberURLs {
+	if r.URLs != nil {
+		return r.URLs
+	}
+	return dnsURLs{r.Options}
+}
+
+// observe reads the StatefulSet, member pods and claims, and, when member pods exist, etcd itself.
+func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (observation, error) {
+	obs := observation{
+		clientEndpoint: resources.ClientEndpoint(c, r.Options),
+		podByOrdinal:   map[int]*corev1.Pod{},
+		clientURLs:     map[int]string{},
+		pvcByOrdinal:   map[int]*corev1.PersistentVolumeClaim{},
+		previous:       map[string]etcdv1alpha1.MemberStatus{},
+	}
+	for _, m := range c.Status.Members {
+		obs.previous[m.Name] = m
+	}
+	sts := &appsv1.StatefulSet{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.StatefulSetName(c)}, sts)
+	switch {
+	case err == nil:
+		obs.statefulSet = sts
+	case !apierrors.IsNotFound(err):
+		return obs, err
+	}
+
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(resources.SelectorLabels(c))); err != nil {
+		return obs, err
+	}
+	obs.pods = pods.Items
+	slices.SortFunc(obs.pods, func(a, b corev1.Pod) int { return ordinalOf(c, a.Name) - ordinalOf(c, b.Name) })
+	for i := range obs.pods {
+		p := &obs.pods[i]
+		obs.podByOrdinal[ordinalOf(c, p.Name)] = p
+		obs.clientURLs[ordinalOf(c, p.Name)] = r.urls().ClientURL(c, ordinalOf(c, p.Name))
+		if podReady(p) {
+			obs.readyReplicas++
+		}
+		if !podUpToDate(p, c, obs.statefulSet) {
+			obs.outdatedPods = append(obs.outdatedPods, p.Name)
+		}
+	}
+	claims := &corev1.PersistentVolumeClaimList{}
+	if err := r.List(ctx, claims, client.InNamespace(c.Namespace), client.MatchingLabels(resources.SelectorLabels(c))); err != nil {
+		return obs, err
+	}
+	for i := range claims.Items {
+		pvc := &claims.Items[i]
+		if ord := ordinalOf(c, strings.TrimPrefix(pvc.Name, resources.DataVolumeName+"-")); ord >= 0 {
+			obs.pvcByOrdinal[ord] = pvc
+		}
+	}
+
+	if r.Dialer != nil && len(obs.pods) > 0 {
+		obs.etcdErr = r.observeEtcd(ctx, c, &obs)
+		obs.reachable = obs.etcdErr == nil
+	}
+	return obs, nil
+}
+
+// observeEtcd reads the member list and asks each member about itself.
+func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation) error {
+	var endpoints []string
+	for _, url := range obs.clientURLs {
+		endpoints = append(endpoints, url)
+	}
+	slices.Sort(endpoints)
+	cli, err := r.Dialer.Dial(ctx, endpoints)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cli.Close() }()
+	obs.members, err = cli.MemberList(ctx)
+	if err != nil {
+		return err
+	}
+	obs.statuses, obs.ordinals, obs.healthy = map[uint64]etcd.EndpointStatus{}, map[uint64]int{}, map[uint64]bool{}
+	for _, m := range obs.members {
+		obs.ordinals[m.ID] = r.memberOrdinal(c, m)
+		if len(m.ClientURLs) == 0 {
+			continue // not started yet
+		}
+		st, err := cli.Status(ctx, m.ClientURLs[0])
+		if err != nil {
+			continue
+		}
+		obs.statuses[m.ID] = st
+		pod := obs.podByOrdinal[obs.ordinals[m.ID]]
+		// A voter is healthy when it answers without alarms and its pod passes readiness (which needs
+		// quorum); a learner cannot pass readiness, so answering is enough.
+		obs.healthy[m.ID] = len(st.Errors) == 0 && (m.IsLearner || (pod != nil && podReady(pod)))
+	}
+	return nil
+}
+
+// memberOrdinal maps an etcd member to its StatefulSet ordinal by name, or by peer URL for a member
+// that has not started yet; -1 for a member the operator does not know.
+func (r *EtcdClusterReconciler) memberOrdinal(c *etcdv1alpha1.EtcdCluster, m etcd.Member) int {
+	if m.Name != "" {
+		ord := ordinalOf(c, m.Name)
+		if ord >= 0 && len(m.PeerURLs) > 0 && m.PeerURLs[0] == r.urls().PeerURL(c, ord) {
+			return ord
+		}
+		return -1
+	}
+	for ord := range maxMembers {
+		if len(m.PeerURLs) > 0 && m.PeerURLs[0] == r.urls().PeerURL(c, ord) {
+			return ord
+		}
+	}
+	return -1
+}
+
+// maxMembers bounds the ordinals considered (replicas are at most 7; one more for a learner in flight).
+const maxMembers = 16
+
+// formed reports whether the cluster has ever reached quorum.
+func (obs observation) formed(c *etcdv1alpha1.EtcdCluster) bool {
+	if obs.reachable {
+		return true
+	}
+	prev := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable)
+	return prev != nil && (prev.Reason == ReasonQuorumHealthy || prev.Reason == ReasonQuorumLost)
+}
+
+// voters is the number of voting members (the spec's size when etcd cannot be asked).
+func (obs observation) voters(c *etcdv1alpha1.EtcdCluster) int32 {
+	if !obs.reachable {
+		return c.Spec.Replicas
+	}
+	var n int32
+	for _, m := range obs.members {
+		if !m.IsLearner {
+			n++
+		}
+	}
+	return n
+}
+
+// planInput turns the observation into the planner's input.
+func (obs observation) planInput(c *etcdv1alpha1.EtcdCluster, now time.Time, healAfter time.Duration) membership.Observed {
+	in := membership.Observed{
+		Desired:             int(c.Spec.Replicas),
+		StatefulSetReplicas: -1,
+		Formed:              obs.formed(c),
+		Reachable:           obs.reachable,
+		Pods:                map[int]membership.Pod{},
+		Volumes:             map[int]membership.Volume{},
+		Now:                 now,
+		HealAfter:           healAfter,
+		TargetVersion:       c.Spec.Version,
+	}
+	if obs.statefulSet != nil && obs.statefulSet.Spec.Replicas != nil {
+		in.StatefulSetReplicas = int(*obs.statefulSet.Spec.Replicas)
+	}
+	if in.StatefulSetReplicas > 0 && len(obs.pods) == 0 && !in.Formed {
+		in.StatefulSetReplicas = 0 // no pod ever started: the bootstrap size may still follow the spec
+	}
+	outdated := map[string]bool{}
+	for _, n := range obs.outdatedPods {
+		outdated[n] = true
+	}
+	for ord, p := range obs.podByOrdinal {
+		in.Pods[ord] = membership.Pod{Ready: podReady(p), UpToDate: !outdated[p.Name], Terminating: !p.DeletionTimestamp.IsZero()}
+	}
+	for ord, pvc := range obs.pvcByOrdinal {
+		id, _ := strconv.ParseUint(pvc.Annotations[AnnotationMemberID], 16, 64)
+		in.Volumes[ord] = membership.Volume{MemberID: id, Replace: pvc.Annotations[AnnotationReplace] == "true"}
+	}
+	var leader uint64
+	for _, st := range obs.statuses {
+		if st.Leader != 0 {
+			leader = st.Leader
+		}
+	}
+	for _, m := range obs.members {
+		pm := membership.Member{
+			ID: m.ID, Ordinal: obs.ordinals[m.ID], Name: m.Name, Learner: m.IsLearner,
+			Started: len(m.ClientURLs) > 0, Healthy: obs.healthy[m.ID], Leader: m.ID == leader,
+			RaftIndex: obs.statuses[m.ID].RaftIndex,
+		}
+		if !pm.Healthy {
+			pm.UnhealthySince = now
+			if prev, ok := obs.previous[m.Name]; ok && prev.UnhealthySince != nil {
+				pm.UnhealthySince = prev.UnhealthySince.Time
+			}
+		}
+		in.Members = append(in.Members, pm)
+	}
+	return in
+}
+
+// podUpToDate: the pod runs the StatefulSet's current revision (or, before the StatefulSet controller
+// reported one, the desired image).
+func podUpToDate(p *corev1.Pod, c *etcdv1alpha1.EtcdCluster, sts *appsv1.StatefulSet) bool {
+	if sts != nil && sts.Status.UpdateRevision != "" && sts.Status.ObservedGeneration == sts.Generation {
+		return p.Labels[appsv1.ControllerRevisionHashLabelKey] == sts.Status.UpdateRevision
+	}
+	return podImage(p) == resources.Image(c)
+}
+
+func podReady(p *corev1.Pod) bool {
+	if !p.DeletionTimestamp.IsZero() {
+		return false
+	}
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PodReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func podImage(p *corev1.Pod) string {
+	for _, ctr := range p.Spec.Containers {
+		if ctr.Name == "etcd" {
+			return ctr.Image
+		}
+	}
+	return ""
+}
+
+// ordinalOf is the ordinal of a member name "<cluster>-<n>", or -1.
+func ordinalOf(c *etcdv1alpha1.EtcdCluster, name string) int {
+	rest, ok := strings.CutPrefix(name, c.Name+"-")
+	if !ok {
+		return -1
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 0 || strconv.Itoa(n) != rest {
+		return -1
+	}
+	return n
+}
+
+// versionLess compares dotted numeric versions.
+func versionLess(a, b string) bool {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(pa) && i < len(pb); i++ {
+		x, _ := strconv.Atoi(pa[i])
+		y, _ := strconv.Atoi(pb[i])
+		if x != y {
+			return x < y
+		}
+	}
+	return len(pa) < len(pb)
+}
