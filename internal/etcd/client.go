@@ -5,8 +5,10 @@ package etcd
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -51,6 +53,17 @@ type Client interface {
 // Dialer opens a Client to the cluster behind the given client URLs.
 type Dialer interface {
 	Dial(ctx context.Context, endpoints []string) (Client, error)
+}
+
+// IsTransientRefusal reports whether etcd refused a membership change only for now: it accepts a change
+// once every member has been connected for a few seconds, and promotes a learner once it has caught up.
+// Such refusals are waits, not failures.
+func IsTransientRefusal(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, rpctypes.ErrUnhealthy.Error()) || strings.Contains(msg, rpctypes.ErrMemberLearnerNotReady.Error())
 }
 
 // NewDialer returns a Dialer using the official etcd client with the given per-call timeout.

@@ -1,0 +1,269 @@
+package membership_test
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seedops/etcd-operator/internal/membership"
+)
+
+// These scenarios run the planner against real etcd servers (local processes from the etcd binary the
+// project builds). Durations are logged with -v; `make bench` reports them as figures.
+
+func TestScaleUpAddsLearnersAndPromotes(t *testing.T) {
+	ctx := context.Background()
+	d, stop := newCluster(t, 3)
+	defer stop()
+	if got := d.members(ctx); !slices.Equal(got, []string{"0", "1", "2"}) {
+		t.Fatalf("bootstrap members %v", got)
+	}
+	start := time.Now()
+	d = d.restart(5, 0)
+	d.converge(ctx, 90*time.Second)
+	t.Logf("scale 3->5: %s (%s per learner add+promote); refused calls: %v", time.Since(start), time.Since(start)/2, d.state.refused)
+	if got := d.members(ctx); !slices.Equal(got, []string{"0", "1", "2", "3", "4"}) {
+		t.Fatalf("members after scale-up: %v", got)
+	}
+	want := []string{"AddLearner", "Promote", "AddLearner", "Promote"}
+	if !slices.Equal(d.state.steps, want) {
+		t.Fatalf("steps %v, want %v", d.state.steps, want)
+	}
+}
+
+func TestScaleDownMovesLeadershipAndRemovesHighestFirst(t *testing.T) {
+	ctx := context.Background()
+	d, stop := newCluster(t, 5)
+	defer stop()
+	// Make the highest member the leader, so the scale-down must move leadership before removing it.
+	o, v := d.observe(ctx)
+	var top uint64
+	for _, m := range o.Members {
+		if m.Ordinal == 4 {
+			top = m.ID
+		}
+	}
+	cli, err := d.dial(ctx, d.c.Ordinals())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, st := range v.statuses {
+		if st.Leader == id && id != top {
+			leaderCli, err := d.dial(ctx, []int{ordinalOfID(o, id)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := leaderCli.MoveLeader(ctx, top); err != nil {
+				t.Fatal(err)
+			}
+			leaderCli.Close()
+		}
+	}
+	cli.Close()
+
+	start := time.Now()
+	d = d.restart(3, 0)
+	d.converge(ctx, 90*time.Second)
+	t.Logf("scale 5->3: %s (%s per member removal); refused calls: %v", time.Since(start), time.Since(start)/2, d.state.refused)
+	if got := d.members(ctx); !slices.Equal(got, []string{"0", "1", "2"}) {
+		t.Fatalf("members after scale-down: %v", got)
+	}
+	want := []string{"MoveLeader", "Remove", "Remove"}
+	if !slices.Equal(d.state.steps, want) {
+		t.Fatalf("steps %v, want %v (leadership moved away from member 4 first)", d.state.steps, want)
+	}
+	if slices.Contains(d.c.Ordinals(), 4) || slices.Contains(d.c.Ordinals(), 3) {
+		t.Fatalf("removed members still run: %v", d.c.Ordinals())
+	}
+}
+
+func TestRefusesToBreakQuorum(t *testing.T) {
+	ctx := context.Background()
+	d, stop := newCluster(t, 3)
+	defer stop()
+	d.c.Stop(1) // one member down
+	d = d.restart(1, 0)
+	dec := d.converge(ctx, 30*time.Second)
+	if dec.Phase != membership.PhaseBlocked || !strings.Contains(dec.Message, "quorum needs 2") {
+		t.Fatalf("plan %s %q; want Blocked explaining quorum", dec.Phase, dec.Message)
+	}
+	if len(d.state.steps) != 0 {
+		t.Fatalf("steps taken while quorum was at risk: %v", d.state.steps)
+	}
+	if got := d.members(ctx); len(got) != 3 {
+		t.Fatalf("members %v: nothing may be removed", got)
+	}
+}
+
+func TestHealsMemberWhoseDataWasWiped(t *testing.T) {
+	ctx := context.Background()
+	d, stop := newCluster(t, 3)
+	defer stop()
+	before := d.members(ctx)
+	// The member's volume is deleted: the pod comes back with an empty data directory (and its claim
+	// without the operator's record).
+	d.c.Stop(2)
+	if err := d.c.Wipe(2); err != nil {
+		t.Fatal(err)
+	}
+	delete(d.state.volumes, 2)
+	d.healAfter = 2 * time.Second
+	start := time.Now()
+	d = d.restart(3, 0)
+	d.converge(ctx, 120*time.Second)
+	t.Logf("heal of a wiped member: %s", time.Since(start))
+	if got := d.members(ctx); !slices.Equal(got, before) {
+		t.Fatalf("members after heal %v, want %v", got, before)
+	}
+	for _, s := range []string{"MarkVolumeForReplacement", "Remove", "DeleteVolume", "AddLearner", "Promote"} {
+		if !slices.Contains(d.state.steps, s) {
+			t.Fatalf("heal steps %v lack %s", d.state.steps, s)
+		}
+	}
+}
+
+func TestUnknownMemberIsReportedNotRemoved(t *testing.T) {
+	ctx := context.Background()
+	d, stop := newCluster(t, 3)
+	defer stop()
+	cli, err := d.dial(ctx, d.c.Ordinals())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// etcd accepts a member change once every member has been connected for a few seconds.
+	deadline := time.Now().Add(30 * time.Second)
+	for _, err = cli.AddLearner(ctx, "http://127.0.0.1:9"); err != nil; _, err = cli.AddLearner(ctx, "http://127.0.0.1:9") {
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	cli.Close()
+	d = d.restart(3, 0)
+	for range 5 {
+		dec, err := d.step(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(dec.Unknown) != 1 {
+			t.Fatalf("unknown members %v, want the foreign learner", dec.Unknown)
+		}
+	}
+	if len(d.state.steps) != 0 {
+		t.Fatalf("steps taken about an unknown member: %v", d.state.steps)
+	}
+}
+
+func TestRollingRestartFollowersFirstLeaderLast(t *testing.T) {
+	ctx := context.Background()
+	d, stop := newCluster(t, 3)
+	defer stop()
+	// A new "version": the same etcd under another path, so every member runs an outdated binary.
+	next := filepath.Join(d.c.Dir, "etcd-next")
+	copyFile(t, d.c.Bin, next)
+	d.c.Bin = next
+	start := time.Now()
+	d = d.restart(3, 0)
+	d.converge(ctx, 120*time.Second)
+	t.Logf("rolling restart of 3 members: %s", time.Since(start))
+	restarts := 0
+	for _, s := range d.state.steps {
+		if s == "DeletePod" {
+			restarts++
+		}
+	}
+	if restarts != 3 {
+		t.Fatalf("steps %v: want exactly one restart per member", d.state.steps)
+	}
+	if d.state.restartedLeader {
+		t.Fatalf("steps %v: the leader was restarted without moving leadership first", d.state.steps)
+	}
+	for i := range 3 {
+		if d.state.startedWith[i] != next {
+			t.Fatalf("member %d not restarted onto the new binary", i)
+		}
+	}
+}
+
+// TestCrashBetweenEveryStep kills the operator before each mutating call of a scale-up, scale-down,
+// rolling restart and heal, then lets a fresh operator converge: no orphan learners, no double adds, no
+// wrong removals.
+func TestCrashBetweenEveryStep(t *testing.T) {
+	ctx := context.Background()
+	d, stop := newCluster(t, 3)
+	defer stop()
+	check := func(what string, k int, want []string) {
+		t.Helper()
+		if got := d.members(ctx); !slices.Equal(got, want) {
+			t.Fatalf("%s, crash after %d calls: members %v, want %v (steps %v)", what, k, got, want, d.state.steps)
+		}
+	}
+	for k := 1; k <= 4; k++ {
+		d.state.steps = nil
+		d.restart(5, k).converge(ctx, 90*time.Second)
+		d = d.restart(5, 0)
+		d.converge(ctx, 90*time.Second)
+		check("scale-up", k, []string{"0", "1", "2", "3", "4"})
+
+		d.state.steps = nil
+		d.restart(3, k%3+1).converge(ctx, 90*time.Second)
+		d = d.restart(3, 0)
+		d.converge(ctx, 90*time.Second)
+		check("scale-down", k, []string{"0", "1", "2"})
+	}
+	for k := 1; k <= 5; k++ {
+		d.state.steps = nil
+		d.c.Stop(1)
+		if err := d.c.Wipe(1); err != nil {
+			t.Fatal(err)
+		}
+		delete(d.state.volumes, 1)
+		d.healAfter = time.Second
+		d.restart(3, k).converge(ctx, 60*time.Second)
+		d = d.restart(3, 0)
+		d.converge(ctx, 120*time.Second)
+		check("heal", k, []string{"0", "1", "2"})
+	}
+	next := filepath.Join(d.c.Dir, "etcd-next")
+	copyFile(t, d.c.Bin, next)
+	d.c.Bin = next
+	for k := 1; k <= 2; k++ {
+		d.restart(3, k).converge(ctx, 60*time.Second)
+	}
+	d = d.restart(3, 0)
+	d.converge(ctx, 120*time.Second)
+	check("rolling restart", 2, []string{"0", "1", "2"})
+}
+
+func ordinalOfID(o membership.Observed, id uint64) int {
+	for _, m := range o.Members {
+		if m.ID == id {
+			return m.Ordinal
+		}
+	}
+	return -1
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	in, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
