@@ -44,7 +44,6 @@ const (
 	ReasonStatefulSetRenew = "StatefulSetRecreated"
 )
 
-
 // EtcdClusterReconciler turns an EtcdCluster into a StatefulSet of etcd members and everything around it.
 //
 // No finalizer: every managed object carries an owner reference, so the garbage collector removes it

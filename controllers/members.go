@@ -13,6 +13,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/etcd"
 	"github.com/seedops/etcd-operator/internal/membership"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
@@ -78,6 +79,11 @@ func (r *EtcdClusterReconciler) takeStep(ctx context.Context, c *etcdv1alpha1.Et
 	}
 	logf.FromContext(ctx).Info("membership step", "action", a.Type, "ordinal", a.Ordinal, "member", fmt.Sprintf("%x", a.ID), "why", d.Message)
 	err := r.doStep(ctx, c, a, obs)
+	if etcd.IsTransientRefusal(err) {
+		// etcd accepts the change in a few seconds; the short requeue retries it.
+		logf.FromContext(ctx).V(1).Info("etcd deferred the membership change", "action", a.Type, "reason", err.Error())
+		return nil
+	}
 	if err != nil {
 		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, ReasonMemberFailed, string(a.Type), "%s: %v", d.Message, err)
 		return err

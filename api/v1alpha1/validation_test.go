@@ -121,7 +121,7 @@ func TestCreateRefusesBadManifests(t *testing.T) {
 
 func TestCreateAcceptsGoodManifests(t *testing.T) {
 	cases := map[string]string{
-		"the design's manifest": design,
+		"the design's manifest":   design,
 		"version only (defaults)": "version: 3.6.5",
 		"macro schedule":          "version: 3.5.9\nbackupSchedule: '@daily'",
 		"rich cron":               "version: 3.5.9\nbackupSchedule: '*/15 0-6 1,15 JAN-MAR mon-fri'",
