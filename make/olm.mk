@@ -30,7 +30,9 @@ BUNDLE_CSV := $(BUNDLE_DIR)/manifests/$(PACKAGE_NAME).clusterserviceversion.yaml
 .PHONY: bundle
 bundle: manifests kustomize operator-sdk ## Generate bundle/ (CSV, CRD, metadata, scorecard config) from config/ and validate it.
 	$(OPERATOR_SDK) generate kustomize manifests -q --interactive=false
-	@# The image is set on a throwaway copy of config/ so the tree stays as committed whatever IMG is.
+	@# Start from an empty bundle/manifests so objects dropped from config/ leave the bundle too. The image is set
+	@# on a throwaway copy of config/ so the tree stays as committed whatever IMG is.
+	rm -rf $(BUNDLE_DIR)/manifests
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && cp -r config "$$tmp/" && \
 	  (cd "$$tmp/config/manifests" && $(KUSTOMIZE) edit set image controller=$(IMG)) && \
 	  $(KUSTOMIZE) build "$$tmp/config/manifests" | \
@@ -44,6 +46,12 @@ bundle-validate: operator-sdk opm ## Validate bundle/ with the operatorframework
 	$(OPERATOR_SDK) bundle validate ./$(BUNDLE_DIR) --select-optional suite=operatorframework
 	$(OPM) validate $(CATALOG_DIR)
 
+.PHONY: bundle-check
+bundle-check: bundle ## Regenerate bundle/ and fail if it differs from what git has (run in CI).
+	@changed=$$(git status --porcelain -- $(BUNDLE_DIR) bundle.Dockerfile config/manifests) && \
+	  if [ -n "$$changed" ]; then echo "make bundle changed these files; run it and commit the result:"; \
+	  echo "$$changed"; git --no-pager diff --stat -- $(BUNDLE_DIR) bundle.Dockerfile config/manifests; exit 1; fi
+
 .PHONY: bundle-build
 bundle-build: ## Build the bundle image (needs a container engine).
 	$(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
@@ -51,6 +59,37 @@ bundle-build: ## Build the bundle image (needs a container engine).
 .PHONY: bundle-push
 bundle-push: ## Push the bundle image.
 	$(CONTAINER_TOOL) push $(BUNDLE_IMG)
+
+# The catalog keeps every released bundle: catalog/etcd-operator/bundles/<csv name>.yaml is rendered once by
+# `make catalog` when a version is cut and never rewritten afterwards. channels.yaml is rebuilt from those files:
+# every channel in CHANNELS lists every release, each one replacing the release before it and skipping all older
+# ones (olm.skipRange), so any installed version upgrades straight to the newest.
+CATALOG_PKG_DIR := $(CATALOG_DIR)/$(PACKAGE_NAME)
+
+.PHONY: catalog
+catalog: opm ## Render bundle/ into catalog/ as the bundle of VERSION (image BUNDLE_IMG) and rebuild the channels.
+	@# opm renders a bundle directory with an empty image: set BUNDLE_IMG, then render once more to replace the
+	@# base64 bundle objects with the readable olm.csv.metadata property (the bundle image carries the manifests).
+	mkdir -p $(CATALOG_PKG_DIR)/bundles
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	  $(OPM) render ./$(BUNDLE_DIR) -o yaml | sed 's|^image: .*|image: $(BUNDLE_IMG)|' > "$$tmp/bundle.yaml" && \
+	  $(OPM) render "$$tmp" -o yaml --migrate-level=bundle-object-to-csv-metadata \
+	  > $(CATALOG_PKG_DIR)/bundles/$(PACKAGE_NAME).v$(VERSION).yaml
+	printf -- '---\nschema: olm.package\nname: %s\ndefaultChannel: %s\n' $(PACKAGE_NAME) $(DEFAULT_CHANNEL) \
+	  > $(CATALOG_PKG_DIR)/package.yaml
+	versions=$$(ls $(CATALOG_PKG_DIR)/bundles | sed -n 's/^$(PACKAGE_NAME)\.v\(.*\)\.yaml$$/\1/p' | sort -V) && \
+	for channel in $$(echo $(CHANNELS) | tr , ' '); do \
+	  printf -- '---\nschema: olm.channel\npackage: %s\nname: %s\nentries:\n' $(PACKAGE_NAME) $$channel; \
+	  first=; prev=; \
+	  for v in $$versions; do \
+	    printf -- '- name: %s.v%s\n' $(PACKAGE_NAME) $$v; \
+	    if [ -n "$$prev" ]; then \
+	      printf -- '  replaces: %s.v%s\n  skipRange: \x27>=%s <%s\x27\n' $(PACKAGE_NAME) $$prev $$first $$v; \
+	    fi; \
+	    first=$${first:-$$v}; prev=$$v; \
+	  done; \
+	done > $(CATALOG_PKG_DIR)/channels.yaml
+	$(OPM) validate $(CATALOG_DIR)
 
 .PHONY: catalog-validate
 catalog-validate: opm ## Validate the file-based catalog.
@@ -64,10 +103,20 @@ catalog-build: catalog-validate ## Build the catalog image that serves catalog/ 
 catalog-push: ## Push the catalog image.
 	$(CONTAINER_TOOL) push $(CATALOG_IMG)
 
-##@ Tools (built from pinned sources into ./bin)
+# Scorecard: the tests in bundle/tests/scorecard/config.yaml run as pods in the cluster of the current kubeconfig
+# (no OLM needed). Pass e.g. SCORECARD_ARGS="--untar-image=... --storage-image=..." to use locally built images.
+SCORECARD_NAMESPACE ?= default
+SCORECARD_WAIT ?= 300s
+SCORECARD_ARGS ?=
+
+.PHONY: scorecard
+scorecard: operator-sdk ## Run the scorecard tests of bundle/ against the current kubeconfig's cluster.
+	$(OPERATOR_SDK) scorecard ./$(BUNDLE_DIR) --namespace=$(SCORECARD_NAMESPACE) --wait-time=$(SCORECARD_WAIT) $(SCORECARD_ARGS)
+
+##@ OLM tools (built from pinned sources into ./bin)
 
 .PHONY: operator-sdk
-operator-sdk: $(OPERATOR_SDK) ## Build operator-sdk from hack/tools/operator-sdk (~5-10 min cold).
+operator-sdk: $(OPERATOR_SDK) ## Build operator-sdk from hack/tools/operator-sdk (cold: ~5 min idle, ~15 min on a busy machine).
 $(OPERATOR_SDK): | $(LOCALBIN)
 	@echo "Building operator-sdk $(OPERATOR_SDK_VERSION)"
 	cd hack/tools/operator-sdk && CGO_ENABLED=0 GOWORK=off go build -trimpath -tags containers_image_openpgp \

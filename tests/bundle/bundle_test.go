@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -353,6 +354,16 @@ func TestCatalogMatchesBundle(t *testing.T) {
 				t.Fatal(err)
 			}
 			gvks = append(gvks, v.Group+"/"+v.Version+"/"+v.Kind)
+		case "olm.csv.metadata":
+			var v struct {
+				Annotations map[string]string `json:"annotations"`
+			}
+			if err := yaml.Unmarshal(p.Value, &v); err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(v.Annotations, b.CSV.Annotations) {
+				t.Errorf("catalog/%s/bundles/%s.yaml is stale: its CSV annotations differ from bundle/ (run `make catalog`)", packageName, b.CSV.Name)
+			}
 		case "olm.package.required", "olm.gvk.required":
 			t.Errorf("bundle blob declares a dependency (%s): OLM v1 does not resolve dependencies", p.Type)
 		}
