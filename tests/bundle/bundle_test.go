@@ -13,11 +13,13 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/operator-framework/api/pkg/manifests"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/operator-framework/api/pkg/validation"
 	valerrors "github.com/operator-framework/api/pkg/validation/errors"
 	interfaces "github.com/operator-framework/api/pkg/validation/interfaces"
@@ -355,14 +357,22 @@ func TestCatalogMatchesBundle(t *testing.T) {
 			}
 			gvks = append(gvks, v.Group+"/"+v.Version+"/"+v.Kind)
 		case "olm.csv.metadata":
+			// The catalog's copy of the CSV metadata must be the CSV in bundle/.
 			var v struct {
-				Annotations map[string]string `json:"annotations"`
+				Annotations     map[string]string                           `json:"annotations"`
+				Description     string                                      `json:"description"`
+				CRDDescriptions operatorsv1alpha1.CustomResourceDefinitions `json:"crdDescriptions"`
+				InstallModes    []operatorsv1alpha1.InstallMode             `json:"installModes"`
+				MinKubeVersion  string                                      `json:"minKubeVersion"`
 			}
 			if err := yaml.Unmarshal(p.Value, &v); err != nil {
 				t.Fatal(err)
 			}
-			if !maps.Equal(v.Annotations, b.CSV.Annotations) {
-				t.Errorf("catalog/%s/bundles/%s.yaml is stale: its CSV annotations differ from bundle/ (run `make catalog`)", packageName, b.CSV.Name)
+			csv := b.CSV.Spec
+			if !maps.Equal(v.Annotations, b.CSV.Annotations) || v.Description != csv.Description ||
+				!reflect.DeepEqual(v.CRDDescriptions, csv.CustomResourceDefinitions) ||
+				!reflect.DeepEqual(v.InstallModes, csv.InstallModes) || v.MinKubeVersion != csv.MinKubeVersion {
+				t.Errorf("catalog/%s/bundles/%s.yaml is stale: its CSV metadata differs from bundle/ (run `make catalog`)", packageName, b.CSV.Name)
 			}
 		case "olm.package.required", "olm.gvk.required":
 			t.Errorf("bundle blob declares a dependency (%s): OLM v1 does not resolve dependencies", p.Type)
