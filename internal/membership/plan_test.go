@@ -1,0 +1,165 @@
+package membership
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+var now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+// voters builds n healthy started voters 0..n-1 with member 0 leading.
+func voters(n int) []Member {
+	out := make([]Member, n)
+	for i := range out {
+		out[i] = Member{ID: uint64(100 + i), Ordinal: i, Name: "c-" + string(rune('0'+i)), Started: true, Healthy: true, RaftIndex: 5000}
+	}
+	out[0].Leader = true
+	return out
+}
+
+func pods(n int) map[int]Pod {
+	out := map[int]Pod{}
+	for i := range n {
+		out[i] = Pod{Ready: true, UpToDate: true}
+	}
+	return out
+}
+
+func formed(desired, sts int, ms []Member) Observed {
+	return Observed{Desired: desired, StatefulSetReplicas: sts, Formed: true, Reachable: true, Members: ms,
+		Pods: pods(sts), Volumes: map[int]Volume{}, Now: now, HealAfter: time.Minute, TargetVersion: "3.5.17"}
+}
+
+func TestPlan(t *testing.T) {
+	cases := []struct {
+		name     string
+		in       Observed
+		action   ActionType
+		ordinal  int
+		replicas int
+		phase    Phase
+		message  string
+	}{
+		{name: "new cluster bootstraps all members at once",
+			in: Observed{Desired: 3, StatefulSetReplicas: -1}, replicas: 3, phase: PhaseBootstrapping},
+		{name: "unreachable after formation changes nothing",
+			in: Observed{Desired: 5, StatefulSetReplicas: 3, Formed: true}, replicas: 3, phase: PhaseWaiting, message: "unreachable"},
+		{name: "stable", in: formed(3, 3, voters(3)), replicas: 3, phase: PhaseStable},
+		{name: "scale up adds the next ordinal as a learner",
+			in: formed(5, 3, voters(3)), action: ActionAddLearner, ordinal: 3, replicas: 3, phase: PhaseScaling},
+		{name: "scale up waits while a member is unhealthy",
+			in: func() Observed { o := formed(5, 3, voters(3)); o.Members[2].Healthy = false; o.Members[2].UnhealthySince = now; return o }(),
+			replicas: 3, phase: PhaseWaiting, message: "healthy before adding"},
+		{name: "an unstarted learner gets its pod slot",
+			in: func() Observed { o := formed(5, 3, voters(3)); o.Members = append(o.Members, Member{ID: 9, Ordinal: 3, Learner: true}); return o }(),
+			replicas: 4, phase: PhaseScaling, message: "starting learner"},
+		{name: "a lagging learner is not promoted",
+			in: func() Observed {
+				o := formed(5, 4, voters(3))
+				o.Members = append(o.Members, Member{ID: 9, Ordinal: 3, Name: "c-3", Learner: true, Started: true, Healthy: true, RaftIndex: 10})
+				return o
+			}(),
+			replicas: 4, phase: PhaseScaling, message: "catching up"},
+		{name: "a caught-up learner is promoted",
+			in: func() Observed {
+				o := formed(5, 4, voters(3))
+				o.Members = append(o.Members, Member{ID: 9, Ordinal: 3, Name: "c-3", Learner: true, Started: true, Healthy: true, RaftIndex: 4990})
+				return o
+			}(),
+			action: ActionPromote, ordinal: 3, replicas: 4, phase: PhaseScaling},
+		{name: "scale down removes the highest ordinal",
+			in: formed(3, 5, voters(5)), action: ActionRemove, ordinal: 4, replicas: 5, phase: PhaseScaling},
+		{name: "scale down moves leadership off the member first",
+			in: func() Observed { o := formed(3, 5, voters(5)); o.Members[0].Leader, o.Members[4].Leader = false, true; return o }(),
+			action: ActionMoveLeader, ordinal: 0, replicas: 5, phase: PhaseScaling},
+		{name: "scale down refuses to break quorum",
+			in: func() Observed {
+				o := formed(1, 3, voters(3))
+				o.Members[1].Healthy, o.Members[1].UnhealthySince = false, now
+				return o
+			}(),
+			replicas: 3, phase: PhaseBlocked, message: "quorum needs 2"},
+		{name: "the StatefulSet shrinks once the member is gone",
+			in: formed(3, 4, voters(3)), replicas: 3, phase: PhaseScaling, message: "shrinking"},
+		{name: "a member unhealthy too long is marked for replacement",
+			in: func() Observed {
+				o := formed(3, 3, voters(3))
+				o.Members[2].Healthy, o.Members[2].UnhealthySince = false, now.Add(-2*time.Minute)
+				return o
+			}(),
+			action: ActionMarkReplace, ordinal: 2, replicas: 3, phase: PhaseHealing},
+		{name: "a member whose volume holds another member's data is replaced at once",
+			in: func() Observed { o := formed(3, 3, voters(3)); o.Volumes[1] = Volume{MemberID: 77}; return o }(),
+			action: ActionMarkReplace, ordinal: 1, replicas: 3, phase: PhaseHealing, message: "volume was replaced"},
+		{name: "healing never costs quorum",
+			in: func() Observed {
+				o := formed(3, 3, voters(3))
+				for i := 1; i < 3; i++ {
+					o.Members[i].Healthy, o.Members[i].UnhealthySince = false, now.Add(-time.Hour)
+				}
+				return o
+			}(),
+			replicas: 3, phase: PhaseBlocked, message: "cannot heal"},
+		{name: "a marked member is removed",
+			in: func() Observed { o := formed(3, 3, voters(3)); o.Volumes[2] = Volume{MemberID: 102, Replace: true}; return o }(),
+			action: ActionRemove, ordinal: 2, replicas: 3, phase: PhaseHealing},
+		{name: "a removed member's marked data is deleted",
+			in: func() Observed { o := formed(3, 3, voters(3)[:2]); o.Volumes[2] = Volume{MemberID: 102, Replace: true}; return o }(),
+			action: ActionDeleteVolume, ordinal: 2, replicas: 2, phase: PhaseHealing},
+		{name: "stale data of a removed member is deleted before re-adding",
+			in: func() Observed { o := formed(3, 2, voters(2)); o.Volumes[2] = Volume{MemberID: 102}; return o }(),
+			action: ActionDeleteVolume, ordinal: 2, replicas: 2, phase: PhaseScaling},
+		{name: "upgrade restarts a follower first",
+			in: func() Observed { o := formed(3, 3, voters(3)); o.Pods = map[int]Pod{0: {Ready: true}, 1: {Ready: true}, 2: {Ready: true}}; return o }(),
+			action: ActionDeletePod, ordinal: 1, replicas: 3, phase: PhaseUpgrading, message: "upgrading c-1 to 3.5.17 (1/3)"},
+		{name: "upgrade moves leadership before restarting the leader last",
+			in: func() Observed { o := formed(3, 3, voters(3)); o.Pods[0] = Pod{Ready: true}; return o }(),
+			action: ActionMoveLeader, ordinal: 1, replicas: 3, phase: PhaseUpgrading, message: "(2/3)"},
+		{name: "upgrade waits for every member to be healthy",
+			in: func() Observed {
+				o := formed(3, 3, voters(3))
+				o.Pods[0] = Pod{Ready: true}
+				o.Pods[2] = Pod{Ready: false, UpToDate: true}
+				return o
+			}(),
+			replicas: 3, phase: PhaseUpgrading, message: "waiting"},
+		{name: "unknown members are reported and left alone",
+			in: func() Observed { o := formed(3, 3, voters(3)); o.Members = append(o.Members, Member{ID: 5, Ordinal: -1, Name: "stranger", Started: true, Healthy: true}); return o }(),
+			replicas: 3, phase: PhaseStable},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Plan(tc.in)
+			if d.Action.Type != tc.action || (tc.action != ActionNone && d.Action.Ordinal != tc.ordinal) {
+				t.Errorf("action %s on %d, want %s on %d (%q)", d.Action.Type, d.Action.Ordinal, tc.action, tc.ordinal, d.Message)
+			}
+			if d.Replicas != tc.replicas {
+				t.Errorf("replicas %d, want %d", d.Replicas, tc.replicas)
+			}
+			if d.Phase != tc.phase {
+				t.Errorf("phase %s, want %s (%q)", d.Phase, tc.phase, d.Message)
+			}
+			if !strings.Contains(d.Message, tc.message) {
+				t.Errorf("message %q lacks %q", d.Message, tc.message)
+			}
+		})
+	}
+}
+
+func TestPlanReportsUnknownMembers(t *testing.T) {
+	o := formed(3, 3, voters(3))
+	o.Members = append(o.Members, Member{ID: 5, Ordinal: -1, Name: "stranger"})
+	if d := Plan(o); len(d.Unknown) != 1 || d.Unknown[0].Name != "stranger" {
+		t.Fatalf("unknown %v", d.Unknown)
+	}
+}
+
+func TestConfigListsCurrentMembersAsExisting(t *testing.T) {
+	o := formed(5, 3, voters(3))
+	o.Members = append(o.Members, Member{ID: 9, Ordinal: 3, Learner: true})
+	d := Plan(o)
+	if d.Config == nil || d.Config.State != "existing" || len(d.Config.Ordinals) != 4 {
+		t.Fatalf("config %+v: a new member must start with the current member list, learner included", d.Config)
+	}
+}
