@@ -14,15 +14,15 @@ IMAGES=$NODE_DIR/images
 mkdir -p "$IMAGES"
 NODETOOL=$TOOLS_BIN/nodetool
 
-# Minimal /etc files, as distroless has them: root and nonroot (65532) users.
-cat >"$IMAGES/passwd" <<'P'
-root:x:0:0:root:/root:/sbin/nologin
-nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin
-P
-cat >"$IMAGES/group" <<'P'
-root:x:0:
-nonroot:x:65532:
-P
+# Minimal /etc files, as distroless has them: root and nonroot (65532) users. Rewritten only when they change,
+# so the images' stamps below stay valid.
+put() { # FILE CONTENT
+  if [ "$(cat "$1" 2>/dev/null)" != "$2" ]; then printf '%s\n' "$2" >"$1"; fi
+}
+put "$IMAGES/passwd" "root:x:0:0:root:/root:/sbin/nologin
+nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin"
+put "$IMAGES/group" "root:x:0:
+nonroot:x:65532:"
 BASE_FILES=(--add "$IMAGES/passwd:/etc/passwd:0644" --add "$IMAGES/group:/etc/group:0644"
   --add /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:0644
   --dir /tmp:1777 --dir /home/nonroot:0700:65532:65532 --dir /root:0700)
@@ -70,9 +70,12 @@ done
 image "$REGISTRY/pause:$PAUSE_TAG" --add "$TOOLS_BIN/pause:/pause:0755" --user 65535:65535 --entrypoint /pause
 
 bb=/bin/busybox
-bb_version=$($bb | head -1 | awk '{print $2}' | sed 's/^v//')
+bb_version=$({ "$bb" 2>&1 || true; } | sed -n '1s/^BusyBox v\([0-9.]*\).*/\1/p')
+[ -n "$bb_version" ] || die "cannot tell the version of $bb"
 links=()
-for applet in $($bb --list); do links+=(--symlink "/bin/$applet:/bin/busybox"); done
+for applet in $("$bb" --list); do
+  [ "$applet" = busybox ] || links+=(--symlink "/bin/$applet:/bin/busybox")
+done
 image "$REGISTRY/busybox:$bb_version" --add "$bb:/bin/busybox:0755" "${links[@]}" --cmd sh
 echo "$bb_version" >"$IMAGES/busybox-version"
 
