@@ -57,6 +57,7 @@ func main() {
 	options := resources.DefaultOptions()
 	options.ClusterDomain = clusterDomain
 	options.OperatorImage = envOr("OPERATOR_IMAGE", options.OperatorImage)
+	options.RelatedImages = resources.RelatedImagesFromEnv(os.Environ())
 
 	var tlsOpts []func(*tls.Config)
 	if !enableHTTP2 {

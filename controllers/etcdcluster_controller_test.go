@@ -177,7 +177,7 @@ var _ = Describe("EtcdCluster controller", func() {
 		}
 		Expect(c.Status.ClientEndpoint).To(Equal(fmt.Sprintf("http://%s-client.%s.svc.cluster.local:2379", c.Name, c.Namespace)))
 
-		makeMemberPods(ctx, c, 3, resources.Image(c))
+		makeMemberPods(ctx, c, 3, resources.Image(c, resources.DefaultOptions()))
 		for i := range 3 {
 			setPodReady(ctx, c, i, true)
 		}

@@ -107,7 +107,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 		if podReady(p) {
 			obs.readyReplicas++
 		}
-		if !podUpToDate(p, c, obs.statefulSet) {
+		if !podUpToDate(p, c, obs.statefulSet, r.Options) {
 			obs.outdatedPods = append(obs.outdatedPods, p.Name)
 		}
 	}
@@ -263,11 +263,11 @@ func (obs observation) planInput(c *etcdv1alpha1.EtcdCluster, now time.Time, hea
 
 // podUpToDate: the pod runs the StatefulSet's current revision (or, before the StatefulSet controller
 // reported one, the desired image).
-func podUpToDate(p *corev1.Pod, c *etcdv1alpha1.EtcdCluster, sts *appsv1.StatefulSet) bool {
+func podUpToDate(p *corev1.Pod, c *etcdv1alpha1.EtcdCluster, sts *appsv1.StatefulSet, o resources.Options) bool {
 	if sts != nil && sts.Status.UpdateRevision != "" && sts.Status.ObservedGeneration == sts.Generation {
 		return p.Labels[appsv1.ControllerRevisionHashLabelKey] == sts.Status.UpdateRevision
 	}
-	return podImage(p) == resources.Image(c)
+	return podImage(p) == resources.Image(c, o)
 }
 
 func podReady(p *corev1.Pod) bool {

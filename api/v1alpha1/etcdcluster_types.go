@@ -306,7 +306,7 @@ type EtcdClusterStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=".status.readyReplicas"
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=".status.phase"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
-// +operator-sdk:csv:customresourcedefinitions:displayName="etcd Cluster",resources={{StatefulSet,v1,""},{Service,v1,""},{ConfigMap,v1,""},{PodDisruptionBudget,v1,""},{CronJob,v1,""},{Pod,v1,""},{PersistentVolumeClaim,v1,""}}
+// +operator-sdk:csv:customresourcedefinitions:displayName="etcd Cluster",resources={{Event,v1,""},{StatefulSet,v1,""},{Service,v1,""},{ConfigMap,v1,""},{PodDisruptionBudget,v1,""},{CronJob,v1,""},{Pod,v1,""},{PersistentVolumeClaim,v1,""}}
 type EtcdCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

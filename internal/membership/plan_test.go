@@ -49,10 +49,19 @@ func TestPlan(t *testing.T) {
 		{name: "scale up adds the next ordinal as a learner",
 			in: formed(5, 3, voters(3)), action: ActionAddLearner, ordinal: 3, replicas: 3, phase: PhaseScaling},
 		{name: "scale up waits while a member is unhealthy",
-			in: func() Observed { o := formed(5, 3, voters(3)); o.Members[2].Healthy = false; o.Members[2].UnhealthySince = now; return o }(),
+			in: func() Observed {
+				o := formed(5, 3, voters(3))
+				o.Members[2].Healthy = false
+				o.Members[2].UnhealthySince = now
+				return o
+			}(),
 			replicas: 3, phase: PhaseWaiting, message: "healthy before adding"},
 		{name: "an unstarted learner gets its pod slot",
-			in: func() Observed { o := formed(5, 3, voters(3)); o.Members = append(o.Members, Member{ID: 9, Ordinal: 3, Learner: true}); return o }(),
+			in: func() Observed {
+				o := formed(5, 3, voters(3))
+				o.Members = append(o.Members, Member{ID: 9, Ordinal: 3, Learner: true})
+				return o
+			}(),
 			replicas: 4, phase: PhaseScaling, message: "starting learner"},
 		{name: "a lagging learner is not promoted",
 			in: func() Observed {
@@ -71,7 +80,11 @@ func TestPlan(t *testing.T) {
 		{name: "scale down removes the highest ordinal",
 			in: formed(3, 5, voters(5)), action: ActionRemove, ordinal: 4, replicas: 5, phase: PhaseScaling},
 		{name: "scale down moves leadership off the member first",
-			in: func() Observed { o := formed(3, 5, voters(5)); o.Members[0].Leader, o.Members[4].Leader = false, true; return o }(),
+			in: func() Observed {
+				o := formed(3, 5, voters(5))
+				o.Members[0].Leader, o.Members[4].Leader = false, true
+				return o
+			}(),
 			action: ActionMoveLeader, ordinal: 0, replicas: 5, phase: PhaseScaling},
 		{name: "scale down refuses to break quorum",
 			in: func() Observed {
@@ -90,7 +103,7 @@ func TestPlan(t *testing.T) {
 			}(),
 			action: ActionMarkReplace, ordinal: 2, replicas: 3, phase: PhaseHealing},
 		{name: "a member whose volume holds another member's data is replaced at once",
-			in: func() Observed { o := formed(3, 3, voters(3)); o.Volumes[1] = Volume{MemberID: 77}; return o }(),
+			in:     func() Observed { o := formed(3, 3, voters(3)); o.Volumes[1] = Volume{MemberID: 77}; return o }(),
 			action: ActionMarkReplace, ordinal: 1, replicas: 3, phase: PhaseHealing, message: "volume was replaced"},
 		{name: "healing never costs quorum",
 			in: func() Observed {
@@ -102,19 +115,31 @@ func TestPlan(t *testing.T) {
 			}(),
 			replicas: 3, phase: PhaseBlocked, message: "cannot heal"},
 		{name: "a marked member is removed",
-			in: func() Observed { o := formed(3, 3, voters(3)); o.Volumes[2] = Volume{MemberID: 102, Replace: true}; return o }(),
+			in: func() Observed {
+				o := formed(3, 3, voters(3))
+				o.Volumes[2] = Volume{MemberID: 102, Replace: true}
+				return o
+			}(),
 			action: ActionRemove, ordinal: 2, replicas: 3, phase: PhaseHealing},
 		{name: "a removed member's marked data is deleted",
-			in: func() Observed { o := formed(3, 3, voters(3)[:2]); o.Volumes[2] = Volume{MemberID: 102, Replace: true}; return o }(),
+			in: func() Observed {
+				o := formed(3, 3, voters(3)[:2])
+				o.Volumes[2] = Volume{MemberID: 102, Replace: true}
+				return o
+			}(),
 			action: ActionDeleteVolume, ordinal: 2, replicas: 2, phase: PhaseHealing},
 		{name: "stale data of a removed member is deleted before re-adding",
-			in: func() Observed { o := formed(3, 2, voters(2)); o.Volumes[2] = Volume{MemberID: 102}; return o }(),
+			in:     func() Observed { o := formed(3, 2, voters(2)); o.Volumes[2] = Volume{MemberID: 102}; return o }(),
 			action: ActionDeleteVolume, ordinal: 2, replicas: 2, phase: PhaseScaling},
 		{name: "upgrade restarts a follower first",
-			in: func() Observed { o := formed(3, 3, voters(3)); o.Pods = map[int]Pod{0: {Ready: true}, 1: {Ready: true}, 2: {Ready: true}}; return o }(),
+			in: func() Observed {
+				o := formed(3, 3, voters(3))
+				o.Pods = map[int]Pod{0: {Ready: true}, 1: {Ready: true}, 2: {Ready: true}}
+				return o
+			}(),
 			action: ActionDeletePod, ordinal: 1, replicas: 3, phase: PhaseUpgrading, message: "upgrading c-1 to 3.5.17 (1/3)"},
 		{name: "upgrade moves leadership before restarting the leader last",
-			in: func() Observed { o := formed(3, 3, voters(3)); o.Pods[0] = Pod{Ready: true}; return o }(),
+			in:     func() Observed { o := formed(3, 3, voters(3)); o.Pods[0] = Pod{Ready: true}; return o }(),
 			action: ActionMoveLeader, ordinal: 1, replicas: 3, phase: PhaseUpgrading, message: "(2/3)"},
 		{name: "upgrade waits for every member to be healthy",
 			in: func() Observed {
@@ -125,7 +150,11 @@ func TestPlan(t *testing.T) {
 			}(),
 			replicas: 3, phase: PhaseUpgrading, message: "waiting"},
 		{name: "unknown members are reported and left alone",
-			in: func() Observed { o := formed(3, 3, voters(3)); o.Members = append(o.Members, Member{ID: 5, Ordinal: -1, Name: "stranger", Started: true, Healthy: true}); return o }(),
+			in: func() Observed {
+				o := formed(3, 3, voters(3))
+				o.Members = append(o.Members, Member{ID: 5, Ordinal: -1, Name: "stranger", Started: true, Healthy: true})
+				return o
+			}(),
 			replicas: 3, phase: PhaseStable},
 	}
 	for _, tc := range cases {

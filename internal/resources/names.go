@@ -45,7 +45,13 @@ type Options struct {
 	ClusterDomain string
 	// OperatorImage runs backup jobs.
 	OperatorImage string
+	// RelatedImages maps etcd versions ("3.5.35") to the image to run for clusters that use the default
+	// repository: OLM rewrites these (RELATED_IMAGE_ETCD_*) to digests or a mirror in disconnected installs.
+	RelatedImages map[string]string
 }
+
+// DefaultRepository is the official etcd image repository.
+const DefaultRepository = "gcr.io/etcd-development/etcd"
 
 // DefaultOptions returns the options used when the operator is not told otherwise.
 func DefaultOptions() Options {
@@ -92,8 +98,34 @@ func InitialCluster(c *etcdv1alpha1.EtcdCluster, n int, o Options) string {
 	return strings.Join(parts, ",")
 }
 
-// Image is the etcd image for the cluster's version.
-func Image(c *etcdv1alpha1.EtcdCluster) string { return c.Spec.Repository + ":v" + c.Spec.Version }
+// Image is the etcd image for the cluster's version: <repository>:v<version>, or the related image the
+// operator was given for that version when the cluster uses the default repository.
+func Image(c *etcdv1alpha1.EtcdCluster, o Options) string {
+	if img, ok := o.RelatedImages[c.Spec.Version]; ok && c.Spec.Repository == DefaultRepository {
+		return img
+	}
+	return c.Spec.Repository + ":v" + c.Spec.Version
+}
+
+// RelatedImagesFromEnv reads RELATED_IMAGE_ETCD_* variables ("KEY=repo:vX.Y.Z" or a digest reference
+// with the version in the variable's value tag) into a version-to-image map.
+func RelatedImagesFromEnv(environ []string) map[string]string {
+	out := map[string]string{}
+	for _, kv := range environ {
+		key, value, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(key, "RELATED_IMAGE_ETCD_") || value == "" {
+			continue
+		}
+		ref := value
+		if i := strings.Index(ref, "@"); i >= 0 {
+			ref = ref[:i]
+		}
+		if i := strings.LastIndex(ref, ":v"); i >= 0 && !strings.Contains(ref[i:], "/") {
+			out[ref[i+2:]] = value
+		}
+	}
+	return out
+}
 
 // Quorum is the number of voting members that must agree: a strict majority.
 func Quorum(members int32) int32 { return members/2 + 1 }

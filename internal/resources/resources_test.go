@@ -145,3 +145,33 @@ func TestPodPassesRestrictedBasics(t *testing.T) {
 		}
 	}
 }
+
+func TestRelatedImages(t *testing.T) {
+	o := DefaultOptions()
+	o.RelatedImages = RelatedImagesFromEnv([]string{
+		"RELATED_IMAGE_ETCD_3_5=mirror.example.com/etcd:v3.5.9",
+		"RELATED_IMAGE_ETCD_3_6=mirror.example.com/etcd:v3.6.5@sha256:0123",
+		"RELATED_IMAGE_OPERATOR=ghcr.io/seedops/etcd-operator:v0.1.0",
+		"PATH=/bin",
+	})
+	if len(o.RelatedImages) != 2 {
+		t.Fatalf("related images %v", o.RelatedImages)
+	}
+	c := designCluster()
+	if got := Image(c, o); got != "mirror.example.com/etcd:v3.5.9" {
+		t.Errorf("default repository at a related version: %s", got)
+	}
+	c.Spec.Version = "3.6.5"
+	if got := Image(c, o); got != "mirror.example.com/etcd:v3.6.5@sha256:0123" {
+		t.Errorf("digest reference: %s", got)
+	}
+	c.Spec.Version = "3.5.17"
+	if got := Image(c, o); got != "gcr.io/etcd-development/etcd:v3.5.17" {
+		t.Errorf("version without a related image: %s", got)
+	}
+	c.Spec.Repository = "registry.example.com/etcd"
+	c.Spec.Version = "3.5.9"
+	if got := Image(c, o); got != "registry.example.com/etcd:v3.5.9" {
+		t.Errorf("a user's own repository always wins: %s", got)
+	}
+}

@@ -95,7 +95,7 @@ func etcdContainer(c *etcdv1alpha1.EtcdCluster, o Options) *corev1ac.ContainerAp
 	host := "$(POD_NAME)." + PeerServiceName(c) + ".$(POD_NAMESPACE).svc." + o.ClusterDomain
 	return corev1ac.Container().
 		WithName("etcd").
-		WithImage(Image(c)).
+		WithImage(Image(c, o)).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
 		// The official image has no shell: etcd is configured entirely through ETCD_* variables.
 		WithCommand("/usr/local/bin/etcd").
