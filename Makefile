@@ -63,8 +63,13 @@ vet: ## go vet.
 	go vet ./...
 
 .PHONY: test
-test: manifests generate fmt vet envtest etcd ## Unit tests, golden files, real etcd and envtest suites (offline).
+test: manifests generate fmt vet envtest etcd ## Unit, golden-file, real-etcd and envtest suites, then bundle and catalog validation (offline).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" ETCD_BIN_DIR="$(ETCD_BIN)" go test $$(go list ./... | grep -v /tests/e2e) -coverprofile cover.out
+	$(MAKE) bundle-validate
+
+.PHONY: bench
+bench: etcd ## Benchmarks against real etcd: time to add+promote one learner, to remove one member.
+	ETCD_BIN_DIR="$(ETCD_BIN)" go test -run '^$$' -bench . -benchtime 3x ./internal/membership/
 
 .PHONY: update-golden
 update-golden: ## Rewrite golden files from the builders.

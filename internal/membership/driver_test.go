@@ -299,7 +299,7 @@ func (d *driver) members(ctx context.Context) []string {
 }
 
 // newCluster bootstraps n members through the planner and waits until they are healthy voters.
-func newCluster(t *testing.T, n int) (*driver, func()) {
+func newCluster(t testing.TB, n int) (*driver, func()) {
 	t.Helper()
 	bin, err := etcdtest.Binary()
 	if err != nil {
