@@ -43,12 +43,15 @@ func main() {
 
 	var metricsAddr, probeAddr, clusterDomain string
 	var enableLeaderElection, secureMetrics, enableHTTP2 bool
+	var healAfter, healthInterval time.Duration
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "Metrics endpoint address (:8443 for HTTPS, :8080 for HTTP, 0 to disable).")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Health and readiness probe address.")
 	flag.BoolVar(&enableLeaderElection, "leader-elect", false, "Elect a leader so only one operator replica is active.")
 	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with authentication and authorization.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Enable HTTP/2 for the metrics server (off: CVE-2023-44487, CVE-2023-39325).")
 	flag.StringVar(&clusterDomain, "cluster-domain", envOr("CLUSTER_DOMAIN", "cluster.local"), "DNS domain of the Kubernetes cluster.")
+	flag.DurationVar(&healAfter, "heal-after", 3*time.Minute, "How long a member may stay unhealthy before it is replaced (only while quorum holds).")
+	flag.DurationVar(&healthInterval, "health-interval", 30*time.Second, "How often a cluster at rest is health-checked.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -83,11 +86,13 @@ func main() {
 	}
 
 	if err := (&controllers.EtcdClusterReconciler{
-		Client:   mgr.GetClient(),
-		Scheme:   mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder("etcd-operator"),
-		Options:  options,
-		Dialer:   etcd.NewDialer(5 * time.Second),
+		Client:         mgr.GetClient(),
+		Scheme:         mgr.GetScheme(),
+		Recorder:       mgr.GetEventRecorder("etcd-operator"),
+		Options:        options,
+		Dialer:         etcd.NewDialer(5 * time.Second),
+		HealAfter:      healAfter,
+		HealthInterval: healthInterval,
 	}).SetupWithManager(mgr); err != nil {
 		setupLog.Error(err, "unable to create controller", "controller", "EtcdCluster")
 		os.Exit(1)
