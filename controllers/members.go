@@ -142,19 +142,7 @@ func (r *EtcdClusterReconciler) doStep(ctx context.Context, c *etcdv1alpha1.Etcd
 		return err
 	}
 	defer func() { _ = cli.Close() }()
-	switch a.Type {
-	case membership.ActionAddLearner:
-		_, err = cli.AddLearner(ctx, r.urls().PeerURL(c, a.Ordinal))
-	case membership.ActionPromote:
-		err = cli.Promote(ctx, a.ID)
-	case membership.ActionRemove:
-		err = cli.Remove(ctx, a.ID)
-	case membership.ActionMoveLeader:
-		err = cli.MoveLeader(ctx, a.ID)
-	default:
-		err = fmt.Errorf("unknown step %q", a.Type)
-	}
-	return err
+	return a.ApplyToEtcd(ctx, cli, r.urls().PeerURL(c, a.Ordinal))
 }
 
 // recordTransitions emits an event whenever a condition changes, so a blocked or failing cluster is

@@ -219,17 +219,7 @@ func (d *driver) do(ctx context.Context, a membership.Action, v etcdView) error 
 		return err
 	}
 	defer cli.Close()
-	switch a.Type {
-	case membership.ActionAddLearner:
-		_, err = cli.AddLearner(ctx, d.c.PeerURL(a.Ordinal))
-	case membership.ActionPromote:
-		err = cli.Promote(ctx, a.ID)
-	case membership.ActionRemove:
-		err = cli.Remove(ctx, a.ID)
-	case membership.ActionMoveLeader:
-		err = cli.MoveLeader(ctx, a.ID)
-	}
-	return err
+	return a.ApplyToEtcd(ctx, cli, d.c.PeerURL(a.Ordinal))
 }
 
 // converge steps until the plan is stable and every member of 0..desired-1 is a healthy voter.
