@@ -13,10 +13,10 @@ stop() {
   local name=$1 pidfile=$PIDS/$1.pid pid
   [ -f "$pidfile" ] || return 0
   pid=$(cat "$pidfile")
-  if kill -0 "$pid" 2>/dev/null; then
+  if alive "$pid"; then
     kill "$pid" 2>/dev/null || true
-    for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$pid" 2>/dev/null; then
+    for _ in $(seq 150); do alive "$pid" || break; sleep 0.1; done
+    if alive "$pid"; then
       log "$name ($pid) ignored SIGTERM: killing"
       kill -9 "$pid" 2>/dev/null || true
     fi
@@ -40,7 +40,7 @@ done
 # 3. Anything left of the containers: shims of this containerd, then processes in the kubepods cgroups.
 if [ -d /proc ]; then
   for d in /proc/[0-9]*; do
-    if tr '\0' ' ' <"$d/cmdline" 2>/dev/null | grep -q -- "-address $CONTAINERD_SOCK"; then
+    if tr '\0' ' ' 2>/dev/null <"$d/cmdline" | grep -q -- "-address $CONTAINERD_SOCK"; then
       pid=${d#/proc/}
       log "killing leftover shim $pid"
       kill -9 "$pid" 2>/dev/null || true
@@ -82,7 +82,7 @@ fi
 for ipt in iptables ip6tables; do
   command -v "$ipt" >/dev/null || continue
   for table in filter nat mangle raw; do
-    "$ipt-save" -t "$table" 2>/dev/null | grep -E -- '^-A .* -j (KUBE|CNI)-' | sed 's/^-A //' |
+    { "$ipt-save" -t "$table" 2>/dev/null | grep -E -- '^-A .* -j (KUBE|CNI)-' || true; } | sed 's/^-A //' |
       while read -r rule; do eval "$ipt -t $table -D $rule" 2>/dev/null || true; done
     for chain in $("$ipt-save" -t "$table" 2>/dev/null | awk '/^:(KUBE|CNI)-/ {print substr($1, 2)}'); do
       "$ipt" -t "$table" -F "$chain" 2>/dev/null || true
@@ -99,6 +99,8 @@ rm -f /var/lib/cni/results/etcd-operator-node-* 2>/dev/null || true
 if [ -d /var/log/containers ]; then
   find /var/log/containers -maxdepth 1 -type l -lname "$STATE/*" -delete 2>/dev/null || true
 fi
+# The directories containerd and the kubelet create there, when nothing else uses them.
+rmdir /var/lib/cni/results /var/lib/cni /var/log/containers 2>/dev/null || true
 
 # 8. Kernel settings back to what they were before the first cluster-up.
 if [ -f "$RUN_DIR/sysctl.saved" ]; then

@@ -75,7 +75,7 @@ gen_cert kube-proxy system:kube-proxy
 
 write_kubeconfig() { # FILE CERT_NAME
   local file=$1 name=$2
-  cat >"$file.tmp" <<EOF
+  write_file "$file" 600 <<EOF
 apiVersion: v1
 kind: Config
 clusters:
@@ -95,21 +95,19 @@ contexts:
     user: $name
 current-context: etcd-operator-node
 EOF
-  mv "$file.tmp" "$file"
 }
 for c in controller-manager scheduler kubelet kube-proxy; do write_kubeconfig "$STATE/$c.kubeconfig" "$c"; done
 write_kubeconfig "$KUBECONFIG_PATH" admin
-chmod 600 "$KUBECONFIG_PATH" "$STATE"/*.kubeconfig
 
 # --- containerd: CRI with the pause image from the local registry, plain HTTP to localhost:5000, and
 # restrict_oom_score_adj because this VM lacks CAP_SYS_RESOURCE (runc cannot lower oom_score_adj).
 mkdir -p "$STATE/cni/net.d" "$RUN_DIR/containerd/certs.d/$REGISTRY"
-cat >"$RUN_DIR/containerd/certs.d/$REGISTRY/hosts.toml" <<EOF
+write_file "$RUN_DIR/containerd/certs.d/$REGISTRY/hosts.toml" <<EOF
 server = "http://$REGISTRY"
 [host."http://$REGISTRY"]
   capabilities = ["pull", "resolve"]
 EOF
-cat >"$RUN_DIR/containerd/config.toml" <<EOF
+write_file "$RUN_DIR/containerd/config.toml" <<EOF
 version = 2
 root = "$CONTAINERD_ROOT/root"
 state = "$RUN_DIR/containerd/state"
@@ -141,7 +139,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     config_path = "$RUN_DIR/containerd/certs.d"
 EOF
 # One bridge for the pods; no masquerading (nothing outside the node is reachable anyway).
-cat >"$STATE/cni/net.d/10-etcd-operator-node.conflist" <<EOF
+write_file "$STATE/cni/net.d/10-etcd-operator-node.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "etcd-operator-node",
@@ -205,10 +203,10 @@ start kube-scheduler "$KUBE_BIN/kube-scheduler" \
 
 # --- DNS: CoreDNS on the node IP answers cluster.local with a 2 s negative cache (etcd peers look each
 # other up while they start); names outside the cluster get NXDOMAIN, as this node has no upstream.
-cat >"$STATE/resolv.conf" <<EOF
+write_file "$STATE/resolv.conf" <<EOF
 nameserver $NODE_IP
 EOF
-cat >"$STATE/Corefile" <<EOF
+write_file "$STATE/Corefile" <<EOF
 $CLUSTER_DOMAIN:53 in-addr.arpa:53 ip6.arpa:53 {
     bind $NODE_IP
     errors
@@ -235,7 +233,7 @@ start coredns "$TOOLS_BIN/coredns" -conf "$STATE/Corefile"
 
 # --- The node: kubelet (cgroupfs on cgroup v1, oomScoreAdj 0 as containerd) and kube-proxy (iptables).
 mkdir -p "$STATE/kubelet" "$STATE/pod-logs"
-cat >"$STATE/kubelet.yaml" <<EOF
+write_file "$STATE/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: cgroupfs
@@ -270,7 +268,7 @@ start kubelet "$KUBE_BIN/kubelet" --config="$STATE/kubelet.yaml" --kubeconfig="$
   --root-dir="$STATE/kubelet" --cert-dir="$STATE/kubelet/pki" \
   --node-ip="$NODE_IP" --hostname-override="$NODE_NAME"
 
-cat >"$STATE/kube-proxy.yaml" <<EOF
+write_file "$STATE/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection:
@@ -298,10 +296,10 @@ mkdir -p "$LP/volumes"
 wait "$images_pid" || { cat "$LOGS/images.log" >&2; die "building images failed (log: $LOGS/images.log)"; }
 log "images ready"
 BUSYBOX_IMG=$REGISTRY/busybox:$(cat "$NODE_DIR/images/busybox-version")
-cat >"$LP/config.json" <<EOF
+write_file "$LP/config.json" <<EOF
 {"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["$LP/volumes"]}]}
 EOF
-cat >"$LP/helperPod.yaml" <<EOF
+write_file "$LP/helperPod.yaml" <<EOF
 apiVersion: v1
 kind: Pod
 metadata:

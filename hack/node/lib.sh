@@ -57,7 +57,13 @@ node_ip() {
   echo "$ip"
 }
 
-pid_alive() { [ -f "$PIDS/$1.pid" ] && kill -0 "$(cat "$PIDS/$1.pid")" 2>/dev/null; }
+# alive PID: the process exists and is not a zombie (PID 1 here reaps orphans only every second or two).
+alive() {
+  local state
+  state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+  [ -n "$state" ] && [ "$state" != Z ]
+}
+pid_alive() { [ -f "$PIDS/$1.pid" ] && alive "$(cat "$PIDS/$1.pid")"; }
 
 # start NAME CMD...: runs CMD in its own session (it outlives the calling shell), logs to $LOGS/NAME.log,
 # and records its PID in $PIDS/NAME.pid. Does nothing when NAME is already running.
@@ -80,3 +86,12 @@ wait_for() {
 }
 
 kc() { "$KUBECTL" --kubeconfig "$KUBECONFIG_PATH" "$@"; }
+
+# write_file FILE [MODE]: writes stdin to FILE only when the content differs, so that running components watching
+# their files (kube-proxy exits when its configuration file changes) are left alone by a second cluster-up.
+write_file() {
+  local f=$1 mode=${2:-644} tmp
+  tmp=$(mktemp "$f.XXXXXX")
+  cat >"$tmp"
+  if cmp -s "$tmp" "$f"; then rm -f "$tmp"; else chmod "$mode" "$tmp" && mv "$tmp" "$f"; fi
+}
