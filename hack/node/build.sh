@@ -23,7 +23,7 @@ go_tool() {
 }
 
 go_tool nodetool "$HACK/tools/nodetool" .
-go_tool coredns "$HACK/tools/coredns" github.com/coredns/coredns
+go_tool coredns "$HACK/tools/coredns" .
 go_tool local-path-provisioner "$HACK/tools/local-path-provisioner" github.com/rancher/local-path-provisioner
 
 for v in $EXTRA_ETCD_VERSIONS; do
