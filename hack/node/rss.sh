@@ -16,7 +16,7 @@ for f in "$PIDS"/*.pid; do
 done
 shims=0
 for d in /proc/[0-9]*; do
-  if tr '\0' ' ' <"$d/cmdline" 2>/dev/null | grep -q -- "-address $CONTAINERD_SOCK"; then
+  if tr '\0' ' ' 2>/dev/null <"$d/cmdline" | grep -q -- "-address $CONTAINERD_SOCK"; then
     shims=$((shims + $(rss_kb "${d#/proc/}")))
   fi
 done
