@@ -13,7 +13,7 @@ stop() {
   local name=$1 pidfile=$PIDS/$1.pid pid
   [ -f "$pidfile" ] || return 0
   pid=$(cat "$pidfile")
-  if alive "$pid"; then
+  if pid_alive "$name"; then
     kill "$pid" 2>/dev/null || true
     for _ in $(seq 150); do alive "$pid" || break; sleep 0.1; done
     if alive "$pid"; then

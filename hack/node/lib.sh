@@ -63,7 +63,14 @@ alive() {
   state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
   [ -n "$state" ] && [ "$state" != Z ]
 }
-pid_alive() { [ -f "$PIDS/$1.pid" ] && alive "$(cat "$PIDS/$1.pid")"; }
+# pid_alive NAME: the process recorded for NAME still runs (and is still that program: PIDs get reused
+# when a machine comes back with a stale /run).
+pid_alive() {
+  local pid
+  [ -f "$PIDS/$1.pid" ] || return 1
+  pid=$(cat "$PIDS/$1.pid")
+  alive "$pid" && tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q -- "$1"
+}
 
 # start NAME CMD...: runs CMD in its own session (it outlives the calling shell), logs to $LOGS/NAME.log,
 # and records its PID in $PIDS/NAME.pid. Does nothing when NAME is already running.
