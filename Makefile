@@ -120,12 +120,12 @@ undeploy: kustomize kubectl ## Remove the operator.
 ##@ Demo
 
 .PHONY: demo
-demo: cluster-up ## Local node + operator (make deploy) + the design's EtcdCluster, waited for until Available.
-	VERSION=$(VERSION) hack/node/images.sh
-	KUBECONFIG=$(NODE_KUBECONFIG) $(MAKE) deploy IMG=$$(cat $(NODE_DIR)/operator-image)
-	KUBECONFIG=$(NODE_KUBECONFIG) $(KUBECTL) apply --server-side -f config/samples/etcd_v1alpha1_etcdcluster.yaml
-	KUBECONFIG=$(NODE_KUBECONFIG) $(KUBECTL) wait --for=condition=Available etcdcluster/prod-etcd --timeout=10m
-	KUBECONFIG=$(NODE_KUBECONFIG) $(KUBECTL) get etcdcluster,statefulset,pods,pdb,cronjob -o wide
+demo: ## The main job: local node + operator (make deploy) + the design's EtcdCluster, waited for until Available.
+	hack/demo.sh
+
+.PHONY: print-kubectl
+print-kubectl: kubectl
+	@echo $(KUBECTL)
 
 ##@ Tools (built from pinned sources into ./bin)
 
