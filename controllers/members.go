@@ -20,8 +20,7 @@ import (
 
 // Event reasons of membership steps.
 const (
-	ReasonMemberStep   = "MemberChange"
-	ReasonMemberFailed = "MemberChangeFailed"
+	ReasonMemberStep = "MemberChange"
 )
 
 func (r *EtcdClusterReconciler) healAfter() time.Duration {
@@ -85,8 +84,8 @@ func (r *EtcdClusterReconciler) takeStep(ctx context.Context, c *etcdv1alpha1.Et
 		return nil
 	}
 	if err != nil {
-		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, ReasonMemberFailed, string(a.Type), "%s: %v", d.Message, err)
-		return err
+		// Reported once, by the reconcile's ReconcileFailed event and conditions, with etcd's text.
+		return fmt.Errorf("%s: %w", d.Message, err)
 	}
 	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonMemberStep, string(a.Type), "%s", d.Message)
 	return nil

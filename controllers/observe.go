@@ -194,6 +194,14 @@ func (obs observation) formed(c *etcdv1alpha1.EtcdCluster) bool {
 	return prev != nil && (prev.Reason == ReasonQuorumHealthy || prev.Reason == ReasonQuorumLost)
 }
 
+// unhealthySince is when member name was first seen unhealthy: kept from the last status, else now.
+func (obs observation) unhealthySince(name string, now time.Time) time.Time {
+	if prev, ok := obs.previous[name]; ok && prev.UnhealthySince != nil {
+		return prev.UnhealthySince.Time
+	}
+	return now
+}
+
 // voters is the number of voting members (the spec's size when etcd cannot be asked).
 func (obs observation) voters(c *etcdv1alpha1.EtcdCluster) int32 {
 	if !obs.reachable {
@@ -251,10 +259,7 @@ func (obs observation) planInput(c *etcdv1alpha1.EtcdCluster, now time.Time, hea
 			RaftIndex: obs.statuses[m.ID].RaftIndex,
 		}
 		if !pm.Healthy {
-			pm.UnhealthySince = now
-			if prev, ok := obs.previous[m.Name]; ok && prev.UnhealthySince != nil {
-				pm.UnhealthySince = prev.UnhealthySince.Time
-			}
+			pm.UnhealthySince = obs.unhealthySince(m.Name, now)
 		}
 		in.Members = append(in.Members, pm)
 	}

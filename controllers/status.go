@@ -63,10 +63,7 @@ func memberStatuses(c *etcdv1alpha1.EtcdCluster, obs observation, now time.Time)
 		if out[i].Healthy {
 			continue
 		}
-		since := metav1.NewTime(now)
-		if prev, ok := obs.previous[out[i].Name]; ok && prev.UnhealthySince != nil {
-			since = *prev.UnhealthySince
-		}
+		since := metav1.NewTime(obs.unhealthySince(out[i].Name, now))
 		out[i].UnhealthySince = &since
 	}
 	slices.SortFunc(out, func(a, b etcdv1alpha1.MemberStatus) int { return strings.Compare(a.Name, b.Name) })
