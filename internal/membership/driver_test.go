@@ -36,7 +36,8 @@ type persisted struct {
 	volumes        map[int]membership.Volume
 	startedWith    map[int]string
 	unhealthySince map[uint64]time.Time
-	steps          []string // successful mutating calls
+	steps          []string // mutating steps, each once in the order attempted
+	attempts       []membership.Action
 	refused        []string // calls etcd refused (retried by the next step)
 	// restartedLeader is set if a pod was restarted while its member led the cluster.
 	restartedLeader bool
@@ -172,12 +173,18 @@ func (d *driver) step(ctx context.Context) (membership.Decision, error) {
 		return dec, errCrash
 	}
 	d.calls++
+	// steps records each step once, in the order attempted: a call etcd refused is retried as the same
+	// step, and a call whose reply was lost (the removed member answering "server stopped") still counts,
+	// because the next observation shows it took effect.
+	if n := len(d.state.attempts); n == 0 || d.state.attempts[n-1] != dec.Action {
+		d.state.attempts = append(d.state.attempts, dec.Action)
+		d.state.steps = append(d.state.steps, string(dec.Action.Type))
+	}
 	err := d.do(ctx, dec.Action, v)
 	if err != nil {
 		d.state.refused = append(d.state.refused, string(dec.Action.Type)+": "+err.Error())
 		return dec, err
 	}
-	d.state.steps = append(d.state.steps, string(dec.Action.Type))
 	return dec, nil
 }
 
