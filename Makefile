@@ -1,7 +1,7 @@
 # etcd-operator Makefile. Every tool is pinned and built into ./bin from the Go module proxy on first use;
 # no target downloads anything else.
 
-VERSION ?= 0.1.0
+VERSION ?= 0.2.0
 IMAGE_TAG_BASE ?= ghcr.io/seedops/etcd-operator
 IMG ?= $(IMAGE_TAG_BASE):v$(VERSION)
 BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)

@@ -7,7 +7,7 @@
 # Each image is skipped when its inputs are unchanged and the registry still has it.
 # The operator image reference is written to bin/node/operator-image.
 source "$(dirname "$0")/lib.sh"
-VERSION=${VERSION:-0.1.0}
+VERSION=${VERSION:-0.2.0}
 
 "$HACK/registry.sh"
 source "$HACK/imagelib.sh"
