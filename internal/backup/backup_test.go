@@ -23,7 +23,7 @@ import (
 
 // These tests run real etcd servers (ETCD_BIN_DIR) and a real MinIO server (MINIO_BIN), both set by `make test`.
 
-func startCluster(t *testing.T, name string, n int) *etcdtest.Cluster {
+func startCluster(t testing.TB, name string, n int) *etcdtest.Cluster {
 	t.Helper()
 	bin, err := etcdtest.Binary()
 	if err != nil {
@@ -43,7 +43,7 @@ func startCluster(t *testing.T, name string, n int) *etcdtest.Cluster {
 	return c
 }
 
-func client(t *testing.T, c *etcdtest.Cluster, n int) *clientv3.Client {
+func client(t testing.TB, c *etcdtest.Cluster, n int) *clientv3.Client {
 	t.Helper()
 	var eps []string
 	for i := 0; i < n; i++ {
