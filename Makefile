@@ -105,7 +105,7 @@ endif
 
 .PHONY: install
 install: manifests kustomize kubectl ## Install CRDs into the cluster of the current kubeconfig.
-	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply --server-side -f -
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply --server-side --force-conflicts -f -
 
 .PHONY: uninstall
 uninstall: manifests kustomize kubectl ## Remove CRDs.
@@ -114,7 +114,8 @@ uninstall: manifests kustomize kubectl ## Remove CRDs.
 .PHONY: deploy
 deploy: manifests kustomize kubectl ## Deploy the operator with kustomize (image IMG).
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
-	$(KUSTOMIZE) build config/default | $(KUBECTL) apply --server-side -f -
+	@# --force-conflicts: these manifests are the source of truth, also for CRDs an earlier OLM install applied.
+	$(KUSTOMIZE) build config/default | $(KUBECTL) apply --server-side --force-conflicts -f -
 	cd config/manager && $(KUSTOMIZE) edit set image controller=controller:latest
 
 .PHONY: undeploy
