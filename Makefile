@@ -113,10 +113,11 @@ uninstall: manifests kustomize kubectl ## Remove CRDs.
 
 .PHONY: deploy
 deploy: manifests kustomize kubectl ## Deploy the operator with kustomize (image IMG).
-	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	@# The image is set on a throwaway copy of config/, so the tree stays as committed even if apply fails.
 	@# --force-conflicts: these manifests are the source of truth, also for CRDs an earlier OLM install applied.
-	$(KUSTOMIZE) build config/default | $(KUBECTL) apply --server-side --force-conflicts -f -
-	cd config/manager && $(KUSTOMIZE) edit set image controller=controller:latest
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && cp -r config "$$tmp/" && \
+	  (cd "$$tmp/config/manager" && $(KUSTOMIZE) edit set image controller=$(IMG)) && \
+	  $(KUSTOMIZE) build "$$tmp/config/default" | $(KUBECTL) apply --server-side --force-conflicts -f -
 
 .PHONY: undeploy
 undeploy: kustomize kubectl ## Remove the operator.
