@@ -341,3 +341,50 @@ func TestWarningEvents(t *testing.T) {
 		t.Errorf("warningEvents = %q, want %q", got, want)
 	}
 }
+
+func TestLocalConfig(t *testing.T) {
+	cfg := v1alpha3.Configuration{Stages: []v1alpha3.StageConfiguration{
+		{Parallel: true, Tests: []v1alpha3.TestConfiguration{
+			{Image: "quay.io/operator-framework/scorecard-test:v1.42.3", Entrypoint: []string{"scorecard-test", "basic-check-spec"}},
+		}},
+		{Tests: []v1alpha3.TestConfiguration{
+			{Image: "ghcr.io/seedops/etcd-operator-scorecard-tests:v0.2.0", Labels: map[string]string{"suite": "custom", "test": "scale-up-down"}},
+		}},
+	}}
+	images := map[string]string{
+		"quay.io/operator-framework/scorecard-test:v1.42.3":    "localhost:5000/scorecard-test:v1.42.3-abc",
+		"ghcr.io/seedops/etcd-operator-scorecard-tests:v0.2.0": "localhost:5000/etcd-operator-scorecard-tests:v0.2.0-def",
+	}
+	got, err := LocalConfig(cfg, images)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Stages[0].Tests[0].Image != "localhost:5000/scorecard-test:v1.42.3-abc" ||
+		got.Stages[1].Tests[0].Image != "localhost:5000/etcd-operator-scorecard-tests:v0.2.0-def" ||
+		!got.Stages[0].Parallel || got.Stages[0].Tests[0].Entrypoint[1] != "basic-check-spec" {
+		t.Errorf("rewritten config %+v", got)
+	}
+	if cfg.Stages[0].Tests[0].Image != "quay.io/operator-framework/scorecard-test:v1.42.3" {
+		t.Error("LocalConfig changed its input")
+	}
+	// A tag that did not follow VERSION has no local build.
+	delete(images, "ghcr.io/seedops/etcd-operator-scorecard-tests:v0.2.0")
+	images["ghcr.io/seedops/etcd-operator-scorecard-tests:v0.3.0"] = "localhost:5000/etcd-operator-scorecard-tests:v0.3.0-def"
+	if _, err := LocalConfig(cfg, images); err == nil || !strings.Contains(err.Error(),
+		"test custom/scale-up-down: no local build of image ghcr.io/seedops/etcd-operator-scorecard-tests:v0.2.0") {
+		t.Errorf("error %v, want the unmapped image named", err)
+	}
+}
+
+func TestDefaultRepositoryVersions(t *testing.T) {
+	ex := func(repo, version string) etcdv1alpha1.EtcdCluster {
+		return etcdv1alpha1.EtcdCluster{Spec: etcdv1alpha1.EtcdClusterSpec{Repository: repo, Version: version}}
+	}
+	got := DefaultRepositoryVersions([]etcdv1alpha1.EtcdCluster{
+		ex("", "3.5.9"), ex("gcr.io/etcd-development/etcd", "3.5.9"), ex("gcr.io/etcd-development/etcd", "3.6.16"),
+		ex("registry.example.com/etcd", "3.5.1"),
+	})
+	if want := []string{"3.5.9", "3.6.16"}; !slices.Equal(got, want) {
+		t.Errorf("DefaultRepositoryVersions = %q, want %q", got, want)
+	}
+}
