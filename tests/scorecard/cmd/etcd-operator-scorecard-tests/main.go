@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -33,6 +34,7 @@ func main() {
 	bundleDir := flag.String("bundle", "/bundle", "directory of the untarred bundle")
 	namespace := flag.String("namespace", os.Getenv("SCORECARD_NAMESPACE"),
 		"namespace to create clusters in (default: $SCORECARD_NAMESPACE, else the service account's)")
+	kubeconfig := flag.String("kubeconfig", "", "kubeconfig to use instead of the pod's service account (to run a test from a host)")
 	t := scorecard.DefaultTimeouts
 	flag.DurationVar(&t.Available, "available-timeout", t.Available, "time for a new cluster to become Available")
 	flag.DurationVar(&t.Scale, "scale-timeout", t.Scale, "time for a scaled cluster to settle")
@@ -54,7 +56,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	run(ctx, res, name, *bundleDir, *namespace, t)
+	run(ctx, res, name, *bundleDir, *namespace, *kubeconfig, t)
 	drained()
 
 	out, err := json.MarshalIndent(res.Status(), "", "  ")
@@ -90,7 +92,7 @@ func captureStderr(res *scorecard.Result) (drained func(), err error) {
 	}, nil
 }
 
-func run(ctx context.Context, res *scorecard.Result, name, bundleDir, namespace string, t scorecard.Timeouts) {
+func run(ctx context.Context, res *scorecard.Result, name, bundleDir, namespace, kubeconfig string, t scorecard.Timeouts) {
 	fail := func(format string, args ...any) {
 		res.Errorf(format, args...)
 		res.Finish()
@@ -118,8 +120,11 @@ func run(ctx context.Context, res *scorecard.Result, name, bundleDir, namespace 
 		namespace = strings.TrimSpace(string(b))
 	}
 	cfg, err := rest.InClusterConfig()
+	if kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
 	if err != nil {
-		fail("in-cluster config: %v", err)
+		fail("client config: %v", err)
 		return
 	}
 	cl, err := scorecard.NewClient(cfg)
