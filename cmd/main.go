@@ -4,7 +4,6 @@ package main
 import (
 	"crypto/tls"
 	"flag"
-	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -36,9 +35,14 @@ func init() {
 }
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "backup" {
-		fmt.Fprintln(os.Stderr, "backup mode is not part of this build yet: scheduled backups arrive with the backup feature")
-		os.Exit(2)
+	// The same image runs backups (CronJob and EtcdBackup Jobs) and restores (init containers).
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "backup":
+			os.Exit(runBackup(os.Args[2:]))
+		case "restore":
+			os.Exit(runRestore(os.Args[2:]))
+		}
 	}
 
 	var metricsAddr, probeAddr, clusterDomain string
@@ -95,6 +99,15 @@ func main() {
 		HealthInterval: healthInterval,
 	}).SetupWithManager(mgr); err != nil {
 		setupLog.Error(err, "unable to create controller", "controller", "EtcdCluster")
+		os.Exit(1)
+	}
+	if err := (&controllers.EtcdBackupReconciler{
+		Client:   mgr.GetClient(),
+		Scheme:   mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder("etcd-operator"),
+		Options:  options,
+	}).SetupWithManager(mgr); err != nil {
+		setupLog.Error(err, "unable to create controller", "controller", "EtcdBackup")
 		os.Exit(1)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

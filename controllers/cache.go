@@ -38,6 +38,7 @@ func CacheOptions(watchNamespace string) cache.Options {
 		&corev1.PersistentVolumeClaim{}: owned,
 		&policyv1.PodDisruptionBudget{}: owned,
 		&batchv1.CronJob{}:              owned,
+		&batchv1.Job{}:                  owned,
 	}}
 	if nss := WatchNamespaces(watchNamespace); len(nss) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}

@@ -73,9 +73,10 @@ type EtcdClusterReconciler struct {
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=batch,resources=cronjobs,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile moves one EtcdCluster towards its spec:
@@ -113,6 +114,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, ReasonReconcileFailed, "Reconcile", "%v", retErr)
 		}
 		r.recordTransitions(before, cluster)
+		r.recordBackupEvents(before, cluster)
 		if err := r.patchStatus(ctx, before, cluster); err != nil {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
@@ -133,6 +135,9 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.reconcileStatefulSet,
 		r.reconcilePodDisruptionBudget,
 		r.reconcileBackupCronJob,
+		func(ctx context.Context, c *etcdv1alpha1.EtcdCluster, _ membership.Decision, _ observation) error {
+			return r.reconcileBackupPVC(ctx, c)
+		},
 		r.recordVolumes,
 		r.takeStep,
 	} {
@@ -187,7 +192,10 @@ func (r *EtcdClusterReconciler) reconcileServices(ctx context.Context, c *etcdv1
 }
 
 func (r *EtcdClusterReconciler) reconcileStatefulSet(ctx context.Context, c *etcdv1alpha1.EtcdCluster, d membership.Decision, obs observation) error {
-	desired := resources.StatefulSet(c, int32(d.Replicas), r.Options)
+	if obs.statefulSet == nil && obs.restoreWait != "" {
+		return nil // a restored cluster starts only once its snapshot can be read; status says why
+	}
+	desired := resources.StatefulSet(c, int32(d.Replicas), r.Options, obs.restore)
 	existing := &appsv1.StatefulSet{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.StatefulSetName(c)}, existing)
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -323,7 +331,35 @@ func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) *builder.Typ
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&batchv1.CronJob{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster)).
+		// Backup Jobs belong to the CronJob or to an EtcdBackup; their results are reported on the cluster.
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(backupJobToCluster)).
+		// A restored cluster waits for its EtcdBackup to succeed.
+		Watches(&etcdv1alpha1.EtcdBackup{}, handler.EnqueueRequestsFromMapFunc(r.backupToRestoringClusters)).
 		Named("etcdcluster")
+}
+
+// backupJobToCluster maps a backup Job to its cluster through the instance label.
+func backupJobToCluster(_ context.Context, o client.Object) []reconcile.Request {
+	name, ok := o.GetLabels()[resources.LabelInstance]
+	if !ok || o.GetLabels()[resources.LabelComponent] != resources.ComponentBackup {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// backupToRestoringClusters maps an EtcdBackup to the clusters of its namespace that bootstrap from it.
+func (r *EtcdClusterReconciler) backupToRestoringClusters(ctx context.Context, o client.Object) []reconcile.Request {
+	clusters := &etcdv1alpha1.EtcdClusterList{}
+	if err := r.List(ctx, clusters, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, c := range clusters.Items {
+		if b := c.Spec.Bootstrap; b != nil && b.FromBackup != nil && b.FromBackup.BackupName == o.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}})
+		}
+	}
+	return out
 }
 
 // podToCluster maps a member pod to its cluster through the instance label.

@@ -152,7 +152,8 @@ func (r *EtcdClusterReconciler) recordTransitions(before, after *etcdv1alpha1.Et
 		old[cond.Type] = string(cond.Status) + "/" + cond.Reason
 	}
 	for _, cond := range after.Status.Conditions {
-		if old[cond.Type] == string(cond.Status)+"/"+cond.Reason {
+		// BackupSucceeded has an event per run (recordBackupEvents), not only per transition.
+		if old[cond.Type] == string(cond.Status)+"/"+cond.Reason || cond.Type == etcdv1alpha1.ConditionBackupSucceeded {
 			continue
 		}
 		typ := corev1.EventTypeNormal

@@ -47,6 +47,14 @@ type observation struct {
 	healthy   map[uint64]bool
 	// previous is the last reported status of each member, by name.
 	previous map[string]etcdv1alpha1.MemberStatus
+
+	// restore is the resolved spec.bootstrap.fromBackup; restoreWait says why it cannot start yet, and
+	// restoreFailed why a member's restore failed.
+	restore       *resources.RestoreSource
+	restoreWait   string
+	restoreFailed string
+	// backups are the cluster's finished backup Jobs whose results status has not reported yet.
+	backups []backupRun
 }
 
 // MemberURLs resolves a member to the URLs the operator registers in etcd and dials.
@@ -99,6 +107,13 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 		return obs, err
 	}
 	obs.pods = pods.Items
+	obs.restoreFailed = restoreFailure(obs.pods)
+	if obs.restore, obs.restoreWait, err = r.restoreSource(ctx, c); err != nil {
+		return obs, err
+	}
+	if obs.backups, err = r.observeBackups(ctx, c); err != nil {
+		return obs, err
+	}
 	slices.SortFunc(obs.pods, func(a, b corev1.Pod) int { return ordinalOf(c, a.Name) - ordinalOf(c, b.Name) })
 	for i := range obs.pods {
 		p := &obs.pods[i]

@@ -119,6 +119,10 @@ func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.De
 
 	// Progressing: the cluster is still moving towards its spec.
 	switch {
+	case obs.restoreFailed != "":
+		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonRestoreFailed, obs.restoreFailed)
+	case obs.restoreWait != "" && obs.statefulSet == nil:
+		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonWaitingForBackup, obs.restoreWait)
 	case c.Spec.Paused:
 		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonPaused, "reconciliation is paused (spec.paused)")
 	case reconcileErr != nil:
@@ -153,6 +157,8 @@ func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.De
 		}
 	}
 	switch {
+	case obs.restoreFailed != "":
+		set(etcdv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonRestoreFailed, obs.restoreFailed)
 	case reconcileErr != nil:
 		set(etcdv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonReconcileFailed, reconcileErr.Error())
 	case formed && (len(unhealthy) > 0 || healthy < voters):
@@ -169,6 +175,11 @@ func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.De
 	default:
 		set(etcdv1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonAsExpected, "no problems observed")
 	}
+
+	if obs.restore != nil && s.RestoredFrom == "" && meta.IsStatusConditionTrue(s.Conditions, etcdv1alpha1.ConditionAvailable) {
+		s.RestoredFrom = restoreLocation(obs.restore)
+	}
+	backupStatus(&s, c, obs.backups, now)
 
 	s.Phase = phaseOf(c, s.Conditions)
 	return s

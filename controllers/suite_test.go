@@ -82,6 +82,12 @@ var _ = BeforeSuite(func() {
 		Options:  resources.DefaultOptions(),
 	}
 	Expect(r.controllerBuilder(mgr).Complete(countingReconciler{r})).To(Succeed())
+	Expect((&EtcdBackupReconciler{
+		Client:   mgr.GetClient(),
+		Scheme:   mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder("etcd-operator"),
+		Options:  resources.DefaultOptions(),
+	}).SetupWithManager(mgr)).To(Succeed())
 
 	var ctx context.Context
 	ctx, cancel = context.WithCancel(context.Background())

@@ -11,6 +11,7 @@ import (
 // cluster moves one minor version at a time, and etcd cannot roll back a minor version once the cluster
 // version has moved.
 // +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="storageClassName is immutable: existing volumes cannot move to another storage class"
+// +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="bootstrap is immutable: it can only be set when the cluster is created"
 type EtcdClusterSpec struct {
 	// Version of etcd to run, as X.Y.Z. The image tag is v<version>.
 	// Patch versions may go up or down; minor versions only up, one at a time.
@@ -85,6 +86,43 @@ type EtcdClusterSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Paused",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Paused bool `json:"paused,omitempty"`
+
+	// Bootstrap says where a new cluster's data comes from: empty starts an empty cluster. Set it when
+	// creating the cluster; it cannot be added, changed or removed afterwards.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="bootstrap is immutable: it only describes how the cluster was created"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Bootstrap from a backup"
+	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
+}
+
+// BootstrapSpec is where a new cluster's data comes from.
+type BootstrapSpec struct {
+	// FromBackup restores every member from one snapshot before it first starts.
+	// +required
+	FromBackup *BackupSource `json:"fromBackup"`
+}
+
+// BackupSource names one snapshot: a Succeeded EtcdBackup in the namespace, or a key on a claim or in a
+// bucket (what an EtcdBackup's status.location and the scheduled backups' keys show).
+// +kubebuilder:validation:XValidation:rule="[has(self.backupName), has(self.pvc), has(self.s3)].filter(x, x).size() == 1",message="fromBackup needs exactly one of backupName, pvc or s3"
+// +kubebuilder:validation:XValidation:rule="has(self.backupName) || (has(self.key) && size(self.key) > 0)",message="fromBackup.key is required with pvc or s3: the snapshot's key, e.g. <namespace>/<cluster>/scheduled/<cluster>-20261122T020000Z-r1234.db"
+// +kubebuilder:validation:XValidation:rule="!has(self.pvc) || (has(self.pvc.claimName) && size(self.pvc.claimName) > 0)",message="fromBackup.pvc.claimName is required"
+type BackupSource struct {
+	// BackupName is a Succeeded EtcdBackup in this namespace.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	BackupName string `json:"backupName,omitempty"`
+	// Key of the snapshot on the claim or in the bucket.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="!self.contains('..')",message="key must not contain '..'"
+	Key string `json:"key,omitempty"`
+	// PVC holding the snapshot.
+	// +optional
+	PVC *PVCBackupDestination `json:"pvc,omitempty"`
+	// S3 bucket holding the snapshot.
+	// +optional
+	S3 *S3BackupDestination `json:"s3,omitempty"`
 }
 
 // PodSpec holds the member pod settings users commonly need.
@@ -143,12 +181,20 @@ type PVCRetentionPolicy struct {
 // BackupSpec configures backup destination and retention (scheduled and on-demand backups).
 // +kubebuilder:validation:XValidation:rule="!(has(self.pvc) && has(self.s3))",message="choose one backup destination: pvc or s3"
 type BackupSpec struct {
-	// Retention is how many successful backups to keep, newest first.
+	// Retention is how many successful scheduled backups to keep, newest first. On-demand backups
+	// (EtcdBackup) are kept until deleted from the destination.
 	// +optional
 	// +kubebuilder:default=7
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000
 	Retention int32 `json:"retention,omitempty"`
+
+	BackupDestination `json:",inline"`
+}
+
+// BackupDestination is where snapshots are stored: a PersistentVolumeClaim (the default) or an
+// S3-compatible bucket.
+type BackupDestination struct {
 	// PVC stores backups on a PersistentVolumeClaim. This is the default destination.
 	// +optional
 	PVC *PVCBackupDestination `json:"pvc,omitempty"`
@@ -216,6 +262,8 @@ const (
 	ConditionProgressing = "Progressing"
 	// ConditionDegraded: a member is unhealthy, or the operator cannot converge.
 	ConditionDegraded = "Degraded"
+	// ConditionBackupSucceeded: whether the last scheduled backup succeeded (absent before the first run).
+	ConditionBackupSucceeded = "BackupSucceeded"
 )
 
 // MemberStatus is one etcd member as observed.
@@ -260,7 +308,7 @@ type EtcdClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Phase",xDescriptors={"urn:alm:descriptor:io.kubernetes.phase"}
 	Phase ClusterPhase `json:"phase,omitempty"`
-	// Conditions: Available, Progressing, Degraded.
+	// Conditions: Available, Progressing, Degraded, BackupSucceeded.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -291,6 +339,16 @@ type EtcdClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last backup",xDescriptors={"urn:alm:descriptor:text"}
 	LastBackupTime *metav1.Time `json:"lastBackupTime,omitempty"`
+	// LastBackupLocation is where the last successful backup is (pvc://<claim>/<key> or s3://<bucket>/<key>).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last backup location",xDescriptors={"urn:alm:descriptor:text"}
+	LastBackupLocation string `json:"lastBackupLocation,omitempty"`
+	// LastScheduledBackupJob is the newest finished scheduled backup Job the operator has reported.
+	// +optional
+	LastScheduledBackupJob string `json:"lastScheduledBackupJob,omitempty"`
+	// RestoredFrom is the snapshot the cluster was bootstrapped from, once every member restored it.
+	// +optional
+	RestoredFrom string `json:"restoredFrom,omitempty"`
 	// Selector of the member pods, for the scale subresource.
 	// +optional
 	Selector string `json:"selector,omitempty"`
@@ -306,7 +364,7 @@ type EtcdClusterStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=".status.readyReplicas"
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=".status.phase"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
-// +operator-sdk:csv:customresourcedefinitions:displayName="etcd Cluster",resources={{Event,v1,""},{StatefulSet,v1,""},{Service,v1,""},{ConfigMap,v1,""},{PodDisruptionBudget,v1,""},{CronJob,v1,""},{Pod,v1,""},{PersistentVolumeClaim,v1,""}}
+// +operator-sdk:csv:customresourcedefinitions:displayName="etcd Cluster",resources={{Event,v1,""},{StatefulSet,v1,""},{Service,v1,""},{ConfigMap,v1,""},{PodDisruptionBudget,v1,""},{CronJob,v1,""},{Job,v1,""},{Pod,v1,""},{PersistentVolumeClaim,v1,""}}
 type EtcdCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

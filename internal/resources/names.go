@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
@@ -142,11 +143,15 @@ func Labels(c *etcdv1alpha1.EtcdCluster, component string) map[string]string {
 
 // OwnerReference makes the cluster the controlling owner, so garbage collection removes the object with it.
 func OwnerReference(c *etcdv1alpha1.EtcdCluster) *metav1ac.OwnerReferenceApplyConfiguration {
+	return ownerReferenceTo(c, "EtcdCluster")
+}
+
+func ownerReferenceTo(o metav1.Object, kind string) *metav1ac.OwnerReferenceApplyConfiguration {
 	return metav1ac.OwnerReference().
 		WithAPIVersion(etcdv1alpha1.GroupVersion.String()).
-		WithKind("EtcdCluster").
-		WithName(c.Name).
-		WithUID(c.UID).
+		WithKind(kind).
+		WithName(o.GetName()).
+		WithUID(o.GetUID()).
 		WithController(true).
 		WithBlockOwnerDeletion(true)
 }

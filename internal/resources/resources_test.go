@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/yaml"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
@@ -64,17 +65,42 @@ func customCluster() *etcdv1alpha1.EtcdCluster {
 	return c
 }
 
+// s3Cluster backs up to an S3 bucket with its own CA.
+func s3Cluster() *etcdv1alpha1.EtcdCluster {
+	c := designCluster()
+	c.Spec.Backup.S3 = &etcdv1alpha1.S3BackupDestination{
+		Endpoint: "https://minio.backup.svc:9000", Bucket: "etcd", Prefix: "prod", Region: "eu-west-1",
+		CredentialsSecretName: "s3-credentials", CASecretName: "s3-ca",
+	}
+	return c
+}
+
+// onDemandBackup overrides the cluster's destination with a bucket.
+func onDemandBackup() *etcdv1alpha1.EtcdBackup {
+	b := &etcdv1alpha1.EtcdBackup{Spec: etcdv1alpha1.EtcdBackupSpec{ClusterName: "etcd", Destination: &etcdv1alpha1.BackupDestination{
+		S3: &etcdv1alpha1.S3BackupDestination{Endpoint: "http://minio.backup.svc:9000", Bucket: "etcd", CredentialsSecretName: "s3-credentials"},
+	}}}
+	b.Name, b.Namespace, b.UID = "before-upgrade", "prod", "22222222-2222-2222-2222-222222222222"
+	return b
+}
+
 // TestGolden compares every builder's output with its golden file (make update-golden rewrites them).
 func TestGolden(t *testing.T) {
 	o := DefaultOptions()
 	cases := map[string]any{
-		"design-statefulset.yaml":    StatefulSet(designCluster(), 3, o),
+		"design-statefulset.yaml":    StatefulSet(designCluster(), 3, o, nil),
 		"design-peer-service.yaml":   PeerService(designCluster()),
 		"design-client-service.yaml": ClientService(designCluster()),
 		"design-configmap.yaml":      ConfigMap(designCluster(), BootstrapConfig(designCluster(), 3, o)),
 		"design-pdb.yaml":            PodDisruptionBudget(designCluster(), 3),
 		"design-cronjob.yaml":        BackupCronJob(designCluster(), o),
-		"custom-statefulset.yaml":    StatefulSet(customCluster(), 5, o),
+		"custom-statefulset.yaml":    StatefulSet(customCluster(), 5, o, nil),
+		"design-backup-pvc.yaml":     BackupPVC(designCluster(), BackupDestination(designCluster(), nil)),
+		"s3-cronjob.yaml":            BackupCronJob(s3Cluster(), o),
+		"s3-backup-job.yaml":         BackupJob(designCluster(), onDemandBackup(), o),
+		"restored-statefulset.yaml":  StatefulSet(designCluster(), 3, o, &RestoreSource{Destination: BackupDestination(s3Cluster(), nil), Key: "prod/etcd/scheduled/etcd-20261122T020000Z-r42.db"}),
+		"pvc-restored-statefulset.yaml": StatefulSet(designCluster(), 3, o, &RestoreSource{
+			Destination: etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCBackupDestination{ClaimName: "old-backups"}}, Key: "prod/old/on-demand/old-20261122T020000Z-r42.db"}),
 	}
 	for name, obj := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -128,16 +154,32 @@ func TestInitialCluster(t *testing.T) {
 }
 
 func TestPodPassesRestrictedBasics(t *testing.T) {
-	sts := StatefulSet(customCluster(), 5, DefaultOptions())
-	pod := sts.Spec.Template.Spec
-	if pod.SecurityContext == nil || !*pod.SecurityContext.RunAsNonRoot || *pod.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
-		t.Fatal("pod security context must run as non-root with the RuntimeDefault seccomp profile")
+	sts := StatefulSet(customCluster(), 5, DefaultOptions(), nil)
+	restored := StatefulSet(designCluster(), 3, DefaultOptions(), &RestoreSource{Destination: BackupDestination(s3Cluster(), nil), Key: "k"})
+	pods := map[string]*corev1ac.PodSpecApplyConfiguration{
+		"member":           sts.Spec.Template.Spec,
+		"restored member":  restored.Spec.Template.Spec,
+		"scheduled backup": BackupCronJob(s3Cluster(), DefaultOptions()).Spec.JobTemplate.Spec.Template.Spec,
+		"on-demand backup": BackupJob(designCluster(), onDemandBackup(), DefaultOptions()).Spec.Template.Spec,
 	}
-	for _, c := range pod.Containers {
-		sc := c.SecurityContext
-		if sc == nil || *sc.AllowPrivilegeEscalation || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
-			t.Errorf("container %s must drop ALL capabilities and disallow privilege escalation", *c.Name)
+	for name, pod := range pods {
+		if pod.SecurityContext == nil || !*pod.SecurityContext.RunAsNonRoot || *pod.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			t.Fatalf("%s: pod security context must run as non-root with the RuntimeDefault seccomp profile", name)
 		}
+		for _, c := range append(append([]corev1ac.ContainerApplyConfiguration{}, pod.InitContainers...), pod.Containers...) {
+			sc := c.SecurityContext
+			if sc == nil || *sc.AllowPrivilegeEscalation || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
+				t.Errorf("%s: container %s must drop ALL capabilities and disallow privilege escalation", name, *c.Name)
+			}
+		}
+		for _, v := range pod.Volumes {
+			if v.HostPath != nil {
+				t.Errorf("%s: volume %s is a hostPath", name, *v.Name)
+			}
+		}
+	}
+	if len(restored.Spec.Template.Spec.InitContainers) != 1 {
+		t.Fatal("a restored cluster's members need the restore init container")
 	}
 	for k := range sts.Spec.Template.Labels {
 		if _, ok := SelectorLabels(customCluster())[k]; ok && sts.Spec.Template.Labels[k] != SelectorLabels(customCluster())[k] {

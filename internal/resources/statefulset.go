@@ -16,8 +16,9 @@ import (
 const etcdUID = 65532
 
 // StatefulSet builds the members' StatefulSet with the given number of replicas (the controller decides
-// the count, because membership changes go one member at a time).
-func StatefulSet(c *etcdv1alpha1.EtcdCluster, replicas int32, o Options) *appsv1ac.StatefulSetApplyConfiguration {
+// the count, because membership changes go one member at a time). A non-nil restore adds the init
+// container that restores each bootstrapping member from that snapshot.
+func StatefulSet(c *etcdv1alpha1.EtcdCluster, replicas int32, o Options, restore *RestoreSource) *appsv1ac.StatefulSetApplyConfiguration {
 	return appsv1ac.StatefulSet(StatefulSetName(c), c.Namespace).
 		WithLabels(Labels(c, ComponentEtcd)).
 		WithOwnerReferences(OwnerReference(c)).
@@ -33,7 +34,7 @@ func StatefulSet(c *etcdv1alpha1.EtcdCluster, replicas int32, o Options) *appsv1
 				WithWhenDeleted(appsv1.PersistentVolumeClaimRetentionPolicyType(c.Spec.PVCRetentionPolicy.WhenDeleted)).
 				WithWhenScaled(appsv1.PersistentVolumeClaimRetentionPolicyType(c.Spec.PVCRetentionPolicy.WhenScaled))).
 			WithVolumeClaimTemplates(dataVolumeClaim(c)).
-			WithTemplate(podTemplate(c, o)))
+			WithTemplate(podTemplate(c, o, restore)))
 }
 
 func dataVolumeClaim(c *etcdv1alpha1.EtcdCluster) *corev1ac.PersistentVolumeClaimApplyConfiguration {
@@ -53,7 +54,7 @@ func dataVolumeClaim(c *etcdv1alpha1.EtcdCluster) *corev1ac.PersistentVolumeClai
 		WithSpec(spec)
 }
 
-func podTemplate(c *etcdv1alpha1.EtcdCluster, o Options) *corev1ac.PodTemplateSpecApplyConfiguration {
+func podTemplate(c *etcdv1alpha1.EtcdCluster, o Options, restore *RestoreSource) *corev1ac.PodTemplateSpecApplyConfiguration {
 	labels := Labels(c, ComponentEtcd)
 	for k, v := range c.Spec.Pod.Labels {
 		labels[k] = v
@@ -70,6 +71,10 @@ func podTemplate(c *etcdv1alpha1.EtcdCluster, o Options) *corev1ac.PodTemplateSp
 			WithFSGroupChangePolicy(corev1.FSGroupChangeOnRootMismatch).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
 		WithContainers(etcdContainer(c, o))
+	if restore != nil {
+		init, volumes := restoreInitContainer(c, &spec.Containers[0], *restore, o)
+		spec.WithInitContainers(init).WithVolumes(volumes...)
+	}
 	if len(c.Spec.Pod.NodeSelector) > 0 {
 		spec.WithNodeSelector(c.Spec.Pod.NodeSelector)
 	}

@@ -1,0 +1,173 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/resources"
+)
+
+// EtcdBackupReconciler runs on-demand backups: one Job per EtcdBackup, with the same pod as the scheduled
+// backups, and the Job's result copied into the EtcdBackup's status. Succeeded and Failed are final.
+type EtcdBackupReconciler struct {
+	client.Client
+	Scheme   *runtime.Scheme
+	Recorder recorder.EventRecorder
+	Options  resources.Options
+}
+
+// +kubebuilder:rbac:groups=etcd.seedops.io,resources=etcdbackups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=etcd.seedops.io,resources=etcdbackups/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;patch
+
+// Reconcile moves one EtcdBackup through Pending → Running → Succeeded/Failed:
+//  1. read the backup; a final phase means nothing to do;
+//  2. read its cluster (missing: stay Pending and say so; the cluster's creation brings us back);
+//  3. make sure the destination exists (the default claim) and the Job runs;
+//  4. copy the Job's progress or result into status, in one patch, with an Event per transition.
+func (r *EtcdBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// 1. Read the backup.
+	b := &etcdv1alpha1.EtcdBackup{}
+	if err := r.Get(ctx, req.NamespacedName, b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if b.Status.Phase == etcdv1alpha1.BackupSucceeded || b.Status.Phase == etcdv1alpha1.BackupFailed || !b.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	before := b.DeepCopy()
+	err := r.reconcile(ctx, b)
+	if perr := r.patchStatus(ctx, before, b); perr != nil && err == nil {
+		err = perr
+	}
+	return ctrl.Result{}, err
+}
+
+func (r *EtcdBackupReconciler) reconcile(ctx context.Context, b *etcdv1alpha1.EtcdBackup) error {
+	if b.Status.Phase == "" {
+		b.Status.Phase = etcdv1alpha1.BackupPending
+	}
+	// 2. Read the cluster.
+	c := &etcdv1alpha1.EtcdCluster{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.ClusterName}, c); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+		msg := fmt.Sprintf("EtcdCluster %s not found in namespace %s", b.Spec.ClusterName, b.Namespace)
+		if b.Status.Error != msg {
+			r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, ReasonClusterNotFound, "Backup", "%s; waiting for it", msg)
+		}
+		b.Status.Error = msg
+		return nil
+	}
+	b.Status.Error = ""
+
+	// 3. Destination and Job.
+	dest := resources.BackupDestination(c, b.Spec.Destination)
+	if resources.UsesDefaultBackupPVC(c, dest) {
+		if _, err := applyBackupPVC(ctx, r.Client, c, dest); err != nil {
+			return err
+		}
+	}
+	job := &batchv1.Job{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: resources.BackupJobName(b)}, job)
+	if apierrors.IsNotFound(err) {
+		// The Job's spec is immutable and it runs once: create it, never update it.
+		if err := r.Apply(ctx, resources.BackupJob(c, b, r.Options), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("create backup job: %w", err)
+		}
+		now := metav1.Now()
+		b.Status.JobName, b.Status.StartTime, b.Status.Destination = resources.BackupJobName(b), &now, &dest
+		r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, ReasonBackupStarted, "Backup", "backing up EtcdCluster %s with Job %s", c.Name, b.Status.JobName)
+		logf.FromContext(ctx).Info("backup started", "cluster", c.Name, "job", b.Status.JobName)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if b.Status.JobName == "" { // status lost after the Job was created
+		b.Status.JobName, b.Status.Destination = job.Name, &dest
+		b.Status.StartTime = &job.CreationTimestamp
+	}
+
+	// 4. Progress or result.
+	done, succeeded, at := jobFinished(job)
+	if !done {
+		if job.Status.Active > 0 {
+			b.Status.Phase = etcdv1alpha1.BackupRunning
+		}
+		return nil
+	}
+	res, err := jobResult(ctx, r.Client, job, succeeded)
+	if err != nil {
+		return err
+	}
+	finished := metav1.NewTime(at)
+	b.Status.CompletionTime = &finished
+	if !succeeded {
+		b.Status.Phase, b.Status.Error = etcdv1alpha1.BackupFailed, res.Error
+		r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, ReasonBackupFailed, "Backup", "backup of %s failed: %s", c.Name, res.Error)
+		return nil
+	}
+	b.Status.Phase = etcdv1alpha1.BackupSucceeded
+	b.Status.Location, b.Status.Key, b.Status.SizeBytes = res.Location, res.Key, res.SizeBytes
+	b.Status.Revision, b.Status.EtcdVersion, b.Status.SHA256 = res.Revision, res.EtcdVersion, res.SHA256
+	if !res.StartTime.IsZero() {
+		start := metav1.NewTime(res.StartTime)
+		b.Status.StartTime = &start
+	}
+	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, ReasonBackupSucceeded, "Backup",
+		"stored %s (revision %d, %d bytes, etcd %s) in %s", res.Location, res.Revision, res.SizeBytes, res.EtcdVersion,
+		finished.Sub(b.Status.StartTime.Time).Round(time.Second))
+	return nil
+}
+
+func (r *EtcdBackupReconciler) patchStatus(ctx context.Context, before, after *etcdv1alpha1.EtcdBackup) error {
+	if equality.Semantic.DeepEqual(before.Status, after.Status) {
+		return nil
+	}
+	// Optimistic lock: a backup's phase only moves forward, so never overwrite a newer status.
+	if err := r.Status().Patch(ctx, after, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("patch status: %w", client.IgnoreNotFound(err))
+	}
+	return nil
+}
+
+// SetupWithManager watches EtcdBackups, their Jobs, and clusters (a backup may be created first).
+func (r *EtcdBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&etcdv1alpha1.EtcdBackup{}).
+		Owns(&batchv1.Job{}).
+		Watches(&etcdv1alpha1.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToPendingBackups)).
+		Named("etcdbackup").
+		Complete(r)
+}
+
+func (r *EtcdBackupReconciler) clusterToPendingBackups(ctx context.Context, o client.Object) []reconcile.Request {
+	backups := &etcdv1alpha1.EtcdBackupList{}
+	if err := r.List(ctx, backups, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, b := range backups.Items {
+		if b.Spec.ClusterName == o.GetName() && b.Status.JobName == "" {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Name}})
+		}
+	}
+	return out
+}

@@ -1,0 +1,228 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/backup"
+	"github.com/seedops/etcd-operator/internal/resources"
+)
+
+// envtest runs no Job controller and no kubelet: finishJob plays both for one backup Job, the way they
+// report a run — a pod whose backup container terminated with the result as its termination message, then
+// the Job's terminal conditions.
+func finishJob(ctx context.Context, job *batchv1.Job, succeeded bool, message string) {
+	exit := int32(0)
+	if !succeeded {
+		exit = 1
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-run", Namespace: job.Namespace,
+			Labels: map[string]string{batchv1.JobNameLabel: job.Name, resources.LabelManagedBy: resources.ManagedBy}},
+		Spec: job.Spec.Template.Spec,
+	}
+	Expect(k8sClient.Create(ctx, pod)).To(Succeed())
+	now := metav1.Now()
+	pod.Status.Phase = corev1.PodSucceeded
+	if !succeeded {
+		pod.Status.Phase = corev1.PodFailed
+	}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: resources.BackupContainerName, Image: "operator",
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exit, Message: message, StartedAt: now, FinishedAt: now}}}}
+	Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
+
+	Expect(get(ctx, job)).To(Succeed())
+	job.Status.StartTime = &now
+	if succeeded {
+		job.Status.Succeeded = 1
+		job.Status.CompletionTime = &now
+		job.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		}
+	} else {
+		job.Status.Failed = 1
+		job.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit", LastTransitionTime: now},
+			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit", LastTransitionTime: now},
+		}
+	}
+	Expect(k8sClient.Status().Update(ctx, job)).To(Succeed())
+}
+
+func resultJSON(key string, rev int64) string {
+	b, err := json.Marshal(backup.Result{Info: backup.Info{Key: key, Location: "pvc://claim/" + key, SizeBytes: 20512, Revision: rev,
+		SHA256: "ab", EtcdVersion: "3.5.9", StartTime: time.Now().UTC(), FinishTime: time.Now().UTC()}})
+	Expect(err).NotTo(HaveOccurred())
+	return string(b)
+}
+
+func newBackup(c *etcdv1alpha1.EtcdCluster, name string) *etcdv1alpha1.EtcdBackup {
+	return &etcdv1alpha1.EtcdBackup{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace},
+		Spec:       etcdv1alpha1.EtcdBackupSpec{ClusterName: c.Name},
+	}
+}
+
+func backupJob(ctx context.Context, b *etcdv1alpha1.EtcdBackup) *batchv1.Job {
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: resources.BackupJobName(b), Namespace: b.Namespace}}
+	Eventually(func() error { return get(ctx, job) }, timeout, interval).Should(Succeed())
+	return job
+}
+
+var _ = Describe("Backups", func() {
+	var ctx context.Context
+	BeforeEach(func() { ctx = context.Background() })
+
+	It("runs an on-demand EtcdBackup as a Job and reports where the snapshot went", func() {
+		c := newCluster(watchedNS)
+		createAndSettle(ctx, c)
+		b := newBackup(c, "before-upgrade-"+c.Name)
+		Expect(k8sClient.Create(ctx, b)).To(Succeed())
+
+		job := backupJob(ctx, b)
+		Expect(job.OwnerReferences).To(ConsistOf(HaveField("UID", b.UID)))
+		Expect(job.Labels).To(HaveKeyWithValue(resources.LabelBackupKind, resources.BackupKindOnDemand))
+		Expect(job.Labels).To(HaveKeyWithValue(resources.LabelInstance, c.Name))
+		pod := job.Spec.Template.Spec
+		Expect(pod.AutomountServiceAccountToken).To(Equal(ptr.To(false)), "backup pods need no API access")
+		Expect(pod.Containers[0].Args).To(ContainElements("backup", "--kind=on-demand", "--pvc-claim="+resources.BackupPVCName(c)))
+		// The default destination: a claim that outlives the cluster (no owner reference).
+		pvc := &corev1.PersistentVolumeClaim{}
+		Expect(k8sClient.Get(ctx, key(c.Namespace, resources.BackupPVCName(c)), pvc)).To(Succeed())
+		Expect(pvc.OwnerReferences).To(BeEmpty())
+		Eventually(func(g Gomega) {
+			g.Expect(get(ctx, b)).To(Succeed())
+			g.Expect(b.Status.Phase).To(Equal(etcdv1alpha1.BackupPending))
+			g.Expect(b.Status.JobName).To(Equal(job.Name))
+			g.Expect(b.Status.Destination.PVC.ClaimName).To(Equal(resources.BackupPVCName(c)))
+		}, timeout, interval).Should(Succeed())
+
+		key := "etcd-a/" + c.Name + "/on-demand/" + c.Name + "-20261122T120000Z-r77.db"
+		finishJob(ctx, job, true, resultJSON(key, 77))
+		Eventually(func(g Gomega) {
+			g.Expect(get(ctx, b)).To(Succeed())
+			g.Expect(b.Status.Phase).To(Equal(etcdv1alpha1.BackupSucceeded))
+			g.Expect(b.Status.Key).To(Equal(key))
+			g.Expect(b.Status.Location).To(Equal("pvc://claim/" + key))
+			g.Expect(b.Status.Revision).To(Equal(int64(77)))
+			g.Expect(b.Status.SizeBytes).To(Equal(int64(20512)))
+			g.Expect(b.Status.CompletionTime).NotTo(BeNil())
+		}, timeout, interval).Should(Succeed())
+		// The cluster reports its newest backup, whatever its kind.
+		Eventually(func(g Gomega) {
+			g.Expect(get(ctx, c)).To(Succeed())
+			g.Expect(c.Status.LastBackupLocation).To(Equal("pvc://claim/" + key))
+			g.Expect(c.Status.LastBackupTime).NotTo(BeNil())
+		}, timeout, interval).Should(Succeed())
+	})
+
+	It("reports a failed on-demand backup with the reason the pod gave", func() {
+		c := newCluster(watchedNS)
+		createAndSettle(ctx, c)
+		b := newBackup(c, "doomed-"+c.Name)
+		Expect(k8sClient.Create(ctx, b)).To(Succeed())
+		finishJob(ctx, backupJob(ctx, b), false, `{"error":"snapshot from http://x:2379: context deadline exceeded"}`)
+		Eventually(func(g Gomega) {
+			g.Expect(get(ctx, b)).To(Succeed())
+			g.Expect(b.Status.Phase).To(Equal(etcdv1alpha1.BackupFailed))
+			g.Expect(b.Status.Error).To(ContainSubstring("context deadline exceeded"))
+		}, timeout, interval).Should(Succeed())
+	})
+
+	It("waits for a cluster that does not exist yet, then backs it up", func() {
+		c := newCluster(watchedNS)
+		b := newBackup(c, "early-"+c.Name)
+		Expect(k8sClient.Create(ctx, b)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(get(ctx, b)).To(Succeed())
+			g.Expect(b.Status.Phase).To(Equal(etcdv1alpha1.BackupPending))
+			g.Expect(b.Status.Error).To(ContainSubstring("not found"))
+		}, timeout, interval).Should(Succeed())
+		createAndSettle(ctx, c)
+		backupJob(ctx, b)
+	})
+
+	It("reports scheduled runs on the cluster: BackupSucceeded, last backup, and a failed run", func() {
+		c := newCluster(watchedNS)
+		createAndSettle(ctx, c)
+		pvc := &corev1.PersistentVolumeClaim{}
+		Eventually(func() error { return k8sClient.Get(ctx, key(c.Namespace, resources.BackupPVCName(c)), pvc) }, timeout, interval).Should(Succeed())
+		Expect(pvc.OwnerReferences).To(BeEmpty(), "deleting a cluster must not delete its backups")
+
+		// What the CronJob controller would create from the job template.
+		cj := &batchv1.CronJob{}
+		Expect(k8sClient.Get(ctx, key(c.Namespace, resources.BackupCronJobName(c)), cj)).To(Succeed())
+		run := func(name string) *batchv1.Job {
+			job := &batchv1.Job{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: cj.Spec.JobTemplate.Labels},
+				Spec:       cj.Spec.JobTemplate.Spec,
+			}
+			Expect(k8sClient.Create(ctx, job)).To(Succeed())
+			return job
+		}
+		key1 := "etcd-a/" + c.Name + "/scheduled/" + c.Name + "-20261122T020000Z-r10.db"
+		finishJob(ctx, run(c.Name+"-backup-1"), true, resultJSON(key1, 10))
+		Eventually(condition(ctx, c, etcdv1alpha1.ConditionBackupSucceeded), timeout, interval).Should(statusIs(metav1.ConditionTrue, ReasonBackupSucceeded))
+		Expect(c.Status.LastBackupLocation).To(HaveSuffix(key1))
+		Expect(c.Status.LastScheduledBackupJob).To(Equal(c.Name + "-backup-1"))
+		last := c.Status.LastBackupTime
+
+		finishJob(ctx, run(c.Name+"-backup-2"), false, `{"error":"upload s3://etcd/x: Access Denied"}`)
+		Eventually(condition(ctx, c, etcdv1alpha1.ConditionBackupSucceeded), timeout, interval).Should(And(
+			statusIs(metav1.ConditionFalse, ReasonBackupFailed), HaveField("Message", ContainSubstring("Access Denied"))))
+		Expect(c.Status.LastBackupTime).To(Equal(last), "a failed run does not move the last backup")
+		Expect(c.Status.LastBackupLocation).To(HaveSuffix(key1))
+	})
+
+	It("starts a restored cluster only once its EtcdBackup succeeded, restoring every member first", func() {
+		c := newCluster(watchedNS)
+		c.Spec.BackupSchedule = ""
+		c.Spec.Bootstrap = &etcdv1alpha1.BootstrapSpec{FromBackup: &etcdv1alpha1.BackupSource{BackupName: "snap-" + c.Name}}
+		Expect(k8sClient.Create(ctx, c)).To(Succeed())
+		Eventually(condition(ctx, c, etcdv1alpha1.ConditionProgressing), timeout, interval).Should(And(
+			statusIs(metav1.ConditionTrue, ReasonWaitingForBackup), HaveField("Message", ContainSubstring("not found"))))
+		sts := managed(c)["StatefulSet"]
+		Consistently(func() bool { return apierrors.IsNotFound(get(ctx, sts)) }, time.Second, interval).Should(BeTrue(),
+			"nothing starts before the snapshot is known")
+
+		// A backup of another (absent) cluster that has already succeeded, as after the source was deleted.
+		b := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "snap-" + c.Name, Namespace: c.Namespace},
+			Spec: etcdv1alpha1.EtcdBackupSpec{ClusterName: "deleted-source"}}
+		Expect(k8sClient.Create(ctx, b)).To(Succeed())
+		Eventually(func() error { // the backup controller writes Pending meanwhile: retry on conflict
+			Expect(get(ctx, b)).To(Succeed())
+			b.Status = etcdv1alpha1.EtcdBackupStatus{Phase: etcdv1alpha1.BackupSucceeded, Key: "etcd-a/old/on-demand/old-20261122T020000Z-r5.db",
+				Destination: &etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCBackupDestination{ClaimName: "old-backups"}}}
+			return k8sClient.Status().Update(ctx, b)
+		}, timeout, interval).Should(Succeed())
+
+		set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: resources.StatefulSetName(c), Namespace: c.Namespace}}
+		Eventually(func() error { return get(ctx, set) }, timeout, interval).Should(Succeed())
+		Expect(set.Spec.Template.Spec.InitContainers).To(ConsistOf(And(
+			HaveField("Name", resources.RestoreContainerName),
+			HaveField("Args", ContainElements("restore", "--key=etcd-a/old/on-demand/old-20261122T020000Z-r5.db", "--pvc-claim=old-backups")))))
+
+		// A member whose snapshot fails verification: the cluster says so and stays down.
+		makeMemberPods(ctx, c, 1, resources.Image(c, resources.DefaultOptions()))
+		pod := &corev1.Pod{}
+		Expect(k8sClient.Get(ctx, key(c.Namespace, resources.MemberName(c, 0)), pod)).To(Succeed())
+		pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: resources.RestoreContainerName, Image: "operator",
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1,
+				Message: `{"error":"snapshot failed verification: sha256 of snapshot.db is 00, its trailer says 01"}`}}}}
+		Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
+		Eventually(condition(ctx, c, etcdv1alpha1.ConditionDegraded), timeout, interval).Should(And(
+			statusIs(metav1.ConditionTrue, ReasonRestoreFailed), HaveField("Message", ContainSubstring("failed verification"))))
+	})
+})

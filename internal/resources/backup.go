@@ -1,0 +1,261 @@
+package resources
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+)
+
+// Labels and values of backup Jobs and their pods.
+const (
+	// LabelBackupKind is "scheduled" (CronJob runs) or "on-demand" (EtcdBackup runs).
+	LabelBackupKind = "etcd.seedops.io/backup-kind"
+	// LabelBackupName names the EtcdBackup an on-demand Job runs for.
+	LabelBackupName = "etcd.seedops.io/backup"
+
+	BackupKindScheduled = "scheduled"
+	BackupKindOnDemand  = "on-demand"
+
+	// BackupContainerName is the container whose termination message carries the run's result (JSON).
+	BackupContainerName = "backup"
+	// RestoreContainerName is the init container that restores a member's data before etcd first starts.
+	RestoreContainerName = "restore"
+
+	backupMountPath  = "/backups"
+	stagingMountPath = "/staging"
+	caMountPath      = "/etc/etcd-operator/s3-ca"
+)
+
+// BackupPVCName is the claim the operator creates when backups go to its default PVC destination.
+func BackupPVCName(c *etcdv1alpha1.EtcdCluster) string { return c.Name + "-backups" }
+
+// BackupDestination is where a backup of c goes: the override, else c's spec.backup, else the default claim.
+func BackupDestination(c *etcdv1alpha1.EtcdCluster, override *etcdv1alpha1.BackupDestination) etcdv1alpha1.BackupDestination {
+	d := c.Spec.Backup.BackupDestination
+	if override != nil && (override.PVC != nil || override.S3 != nil) {
+		d = *override
+	}
+	if d.S3 == nil && (d.PVC == nil || d.PVC.ClaimName == "") {
+		pvc := &etcdv1alpha1.PVCBackupDestination{ClaimName: BackupPVCName(c)}
+		if d.PVC != nil {
+			pvc.StorageClassName = d.PVC.StorageClassName
+		}
+		d = etcdv1alpha1.BackupDestination{PVC: pvc}
+	}
+	return d
+}
+
+// UsesDefaultBackupPVC says whether the destination is the claim the operator creates for c.
+func UsesDefaultBackupPVC(c *etcdv1alpha1.EtcdCluster, d etcdv1alpha1.BackupDestination) bool {
+	return d.PVC != nil && d.PVC.ClaimName == BackupPVCName(c)
+}
+
+// BackupPVC is the default backup claim, sized like one member's volume (a snapshot is at most the size
+// of the database). It has no owner reference on purpose: deleting a cluster must not delete its backups.
+func BackupPVC(c *etcdv1alpha1.EtcdCluster, d etcdv1alpha1.BackupDestination) *corev1ac.PersistentVolumeClaimApplyConfiguration {
+	spec := corev1ac.PersistentVolumeClaimSpec().
+		WithAccessModes(corev1.ReadWriteOnce).
+		WithResources(corev1ac.VolumeResourceRequirements().
+			WithRequests(corev1.ResourceList{corev1.ResourceStorage: c.Spec.StorageSize}))
+	if d.PVC != nil && d.PVC.StorageClassName != nil {
+		spec.WithStorageClassName(*d.PVC.StorageClassName)
+	} else if c.Spec.StorageClassName != nil {
+		spec.WithStorageClassName(*c.Spec.StorageClassName)
+	}
+	return corev1ac.PersistentVolumeClaim(BackupPVCName(c), c.Namespace).
+		WithLabels(Labels(c, ComponentBackup)).
+		WithSpec(spec)
+}
+
+// destinationArgs, destinationEnv and destinationVolumes describe a destination (or restore source) to the
+// operator image's backup and restore modes.
+func destinationArgs(d etcdv1alpha1.BackupDestination) []string {
+	if d.S3 != nil {
+		args := []string{"--s3-endpoint=" + d.S3.Endpoint, "--s3-bucket=" + d.S3.Bucket}
+		if d.S3.Prefix != "" {
+			args = append(args, "--s3-prefix="+d.S3.Prefix)
+		}
+		if d.S3.Region != "" {
+			args = append(args, "--s3-region="+d.S3.Region)
+		}
+		if d.S3.CASecretName != "" {
+			args = append(args, "--s3-ca-file="+caMountPath+"/ca.crt")
+		}
+		return args
+	}
+	return []string{"--pvc-claim=" + d.PVC.ClaimName, "--dir=" + backupMountPath}
+}
+
+func destinationEnv(d etcdv1alpha1.BackupDestination) []*corev1ac.EnvVarApplyConfiguration {
+	if d.S3 == nil {
+		return nil
+	}
+	secretEnv := func(name, key string) *corev1ac.EnvVarApplyConfiguration {
+		return corev1ac.EnvVar().WithName(name).WithValueFrom(corev1ac.EnvVarSource().
+			WithSecretKeyRef(corev1ac.SecretKeySelector().WithName(d.S3.CredentialsSecretName).WithKey(key)))
+	}
+	return []*corev1ac.EnvVarApplyConfiguration{
+		secretEnv("AWS_ACCESS_KEY_ID", "accessKeyID"),
+		secretEnv("AWS_SECRET_ACCESS_KEY", "secretAccessKey"),
+	}
+}
+
+func destinationVolumes(d etcdv1alpha1.BackupDestination, readOnly bool) ([]*corev1ac.VolumeApplyConfiguration, []*corev1ac.VolumeMountApplyConfiguration) {
+	if d.S3 != nil {
+		if d.S3.CASecretName == "" {
+			return nil, nil
+		}
+		return []*corev1ac.VolumeApplyConfiguration{corev1ac.Volume().WithName("s3-ca").
+				WithSecret(corev1ac.SecretVolumeSource().WithSecretName(d.S3.CASecretName))},
+			[]*corev1ac.VolumeMountApplyConfiguration{corev1ac.VolumeMount().WithName("s3-ca").WithMountPath(caMountPath).WithReadOnly(true)}
+	}
+	// ReadOnly is set only when true: the API server drops false, and a dropped field would look like drift.
+	source := corev1ac.PersistentVolumeClaimVolumeSource().WithClaimName(d.PVC.ClaimName)
+	mount := corev1ac.VolumeMount().WithName("backups").WithMountPath(backupMountPath)
+	if readOnly {
+		source.WithReadOnly(true)
+		mount.WithReadOnly(true)
+	}
+	return []*corev1ac.VolumeApplyConfiguration{corev1ac.Volume().WithName("backups").WithPersistentVolumeClaim(source)},
+		[]*corev1ac.VolumeMountApplyConfiguration{mount}
+}
+
+func restrictedContainerSecurity() *corev1ac.SecurityContextApplyConfiguration {
+	return corev1ac.SecurityContext().
+		WithAllowPrivilegeEscalation(false).
+		WithReadOnlyRootFilesystem(true).
+		WithRunAsNonRoot(true).
+		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL"))
+}
+
+// backupPodSpec runs the operator image's backup mode. The pod needs no Kubernetes API access (no service
+// account token): it reads etcd, writes the destination and reports its result as its termination message.
+func backupPodSpec(c *etcdv1alpha1.EtcdCluster, d etcdv1alpha1.BackupDestination, kind string, o Options) *corev1ac.PodSpecApplyConfiguration {
+	args := []string{"backup", "--cluster=" + c.Name, "--namespace=" + c.Namespace,
+		"--endpoint=" + ClientEndpoint(c, o), "--kind=" + kind,
+		fmt.Sprintf("--retention=%d", c.Spec.Backup.Retention)}
+	args = append(args, destinationArgs(d)...)
+	volumes, mounts := destinationVolumes(d, false)
+	volumes = append(volumes, corev1ac.Volume().WithName("staging").WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
+	mounts = append(mounts, corev1ac.VolumeMount().WithName("staging").WithMountPath(stagingMountPath))
+	args = append(args, "--staging-dir="+stagingMountPath)
+	return corev1ac.PodSpec().
+		WithRestartPolicy(corev1.RestartPolicyNever).
+		WithAutomountServiceAccountToken(false).
+		WithEnableServiceLinks(false).
+		WithSecurityContext(corev1ac.PodSecurityContext().
+			WithRunAsNonRoot(true).
+			WithRunAsUser(etcdUID).
+			WithRunAsGroup(etcdUID).
+			WithFSGroup(etcdUID).
+			WithFSGroupChangePolicy(corev1.FSGroupChangeOnRootMismatch).
+			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
+		WithVolumes(volumes...).
+		WithContainers(corev1ac.Container().
+			WithName(BackupContainerName).
+			WithImage(o.OperatorImage).
+			WithImagePullPolicy(corev1.PullIfNotPresent).
+			WithArgs(args...).
+			WithEnv(destinationEnv(d)...).
+			WithVolumeMounts(mounts...).
+			WithTerminationMessagePolicy(corev1.TerminationMessageFallbackToLogsOnError).
+			WithSecurityContext(restrictedContainerSecurity()))
+}
+
+func backupLabels(c *etcdv1alpha1.EtcdCluster, kind, backupName string) map[string]string {
+	l := Labels(c, ComponentBackup)
+	l[LabelBackupKind] = kind
+	if backupName != "" {
+		l[LabelBackupName] = backupName
+	}
+	return l
+}
+
+// BackupCronJob runs the operator image in backup mode on the cluster's schedule. Runs never overlap,
+// so a slow snapshot cannot pile up copies of itself.
+func BackupCronJob(c *etcdv1alpha1.EtcdCluster, o Options) *batchv1ac.CronJobApplyConfiguration {
+	d := BackupDestination(c, nil)
+	labels := backupLabels(c, BackupKindScheduled, "")
+	return batchv1ac.CronJob(BackupCronJobName(c), c.Namespace).
+		WithLabels(Labels(c, ComponentBackup)).
+		WithOwnerReferences(OwnerReference(c)).
+		WithSpec(batchv1ac.CronJobSpec().
+			WithSchedule(c.Spec.BackupSchedule).
+			WithConcurrencyPolicy(batchv1.ForbidConcurrent).
+			WithSuccessfulJobsHistoryLimit(3).
+			WithFailedJobsHistoryLimit(3).
+			WithJobTemplate(batchv1ac.JobTemplateSpec().
+				WithLabels(labels).
+				WithSpec(batchv1ac.JobSpec().
+					// A retry is a fresh snapshot; a run never deletes anything until its own snapshot is stored.
+					WithBackoffLimit(2).
+					WithTemplate(corev1ac.PodTemplateSpec().
+						WithLabels(labels).
+						WithSpec(backupPodSpec(c, d, BackupKindScheduled, o))))))
+}
+
+// BackupJobName is the Job of an on-demand EtcdBackup (short enough for the job-name label).
+func BackupJobName(b *etcdv1alpha1.EtcdBackup) string {
+	name := "etcdbackup-" + b.Name
+	if len(name) <= 63 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(b.Name))
+	return name[:54] + "-" + hex.EncodeToString(sum[:])[:8]
+}
+
+// BackupJob runs one on-demand backup for an EtcdBackup, with the same pod as the scheduled runs.
+func BackupJob(c *etcdv1alpha1.EtcdCluster, b *etcdv1alpha1.EtcdBackup, o Options) *batchv1ac.JobApplyConfiguration {
+	d := BackupDestination(c, b.Spec.Destination)
+	labels := backupLabels(c, BackupKindOnDemand, b.Name)
+	return batchv1ac.Job(BackupJobName(b), b.Namespace).
+		WithLabels(labels).
+		WithOwnerReferences(ownerReferenceTo(b, "EtcdBackup")).
+		WithSpec(batchv1ac.JobSpec().
+			WithBackoffLimit(2).
+			WithTemplate(corev1ac.PodTemplateSpec().
+				WithLabels(labels).
+				WithSpec(backupPodSpec(c, d, BackupKindOnDemand, o))))
+}
+
+// RestoreSource is a resolved spec.bootstrap.fromBackup: where the snapshot is and its key.
+type RestoreSource struct {
+	Destination etcdv1alpha1.BackupDestination
+	Key         string
+}
+
+// restoreInitContainer restores the member's data directory from the snapshot before etcd first starts.
+// It reads the same ETCD_* configuration as etcd, and restores only while the cluster bootstraps
+// (ETCD_INITIAL_CLUSTER_STATE=new) and the data directory is empty: members added later join empty, and a
+// restarted member keeps its data.
+func restoreInitContainer(c *etcdv1alpha1.EtcdCluster, etcd *corev1ac.ContainerApplyConfiguration, src RestoreSource, o Options) (*corev1ac.ContainerApplyConfiguration, []*corev1ac.VolumeApplyConfiguration) {
+	volumes, mounts := destinationVolumes(src.Destination, true)
+	args := append([]string{"restore", "--key=" + src.Key}, destinationArgs(src.Destination)...)
+	var env []*corev1ac.EnvVarApplyConfiguration
+	for i := range etcd.Env {
+		env = append(env, &etcd.Env[i])
+	}
+	env = append(env, destinationEnv(src.Destination)...)
+	var envFrom []*corev1ac.EnvFromSourceApplyConfiguration
+	for i := range etcd.EnvFrom {
+		envFrom = append(envFrom, &etcd.EnvFrom[i])
+	}
+	return corev1ac.Container().
+		WithName(RestoreContainerName).
+		WithImage(o.OperatorImage).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithArgs(args...).
+		WithEnv(env...).
+		WithEnvFrom(envFrom...).
+		WithVolumeMounts(append([]*corev1ac.VolumeMountApplyConfiguration{
+			corev1ac.VolumeMount().WithName(DataVolumeName).WithMountPath(DataMountPath)}, mounts...)...).
+		WithTerminationMessagePolicy(corev1.TerminationMessageFallbackToLogsOnError).
+		WithSecurityContext(restrictedContainerSecurity()), volumes
+}
