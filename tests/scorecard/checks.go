@@ -106,3 +106,35 @@ func describeMembers(ms []etcdv1alpha1.MemberStatus) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// BackupSucceeded: the backup reports Succeeded with where the snapshot went, its size and the etcd
+// revision it holds. Failed is final, and so is Succeeded without those: both end the wait with an error.
+func BackupSucceeded(b *etcdv1alpha1.EtcdBackup) (bool, string, error) {
+	switch b.Status.Phase {
+	case etcdv1alpha1.BackupFailed:
+		return false, "", fmt.Errorf("backup Failed: %s", b.Status.Error)
+	case etcdv1alpha1.BackupSucceeded:
+		var missing []string
+		if b.Status.Location == "" {
+			missing = append(missing, "no status.location")
+		}
+		if b.Status.SizeBytes <= 0 {
+			missing = append(missing, fmt.Sprintf("status.sizeBytes %d", b.Status.SizeBytes))
+		}
+		if b.Status.Revision <= 0 {
+			missing = append(missing, fmt.Sprintf("status.revision %d", b.Status.Revision))
+		}
+		if len(missing) > 0 {
+			return false, "", fmt.Errorf("backup Succeeded but %s", strings.Join(missing, ", "))
+		}
+		return true, "", nil
+	}
+	phase := string(b.Status.Phase)
+	if phase == "" {
+		phase = "no phase yet"
+	}
+	if b.Status.Error != "" {
+		phase += " (" + b.Status.Error + ")"
+	}
+	return false, phase, nil
+}

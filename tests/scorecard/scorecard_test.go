@@ -25,18 +25,34 @@ func csvWithExamples(examples string) *operatorsv1alpha1.ClusterServiceVersion {
 	return csv
 }
 
-func TestEtcdClusterExamples(t *testing.T) {
-	got, err := EtcdClusterExamples(csvWithExamples(`[
+func TestParseExamples(t *testing.T) {
+	x, err := ParseExamples(csvWithExamples(`[
 	  {"apiVersion": "etcd.seedops.io/v1alpha1", "kind": "EtcdCluster", "metadata": {"name": "a", "labels": {"x": "y"}},
 	   "spec": {"version": "3.5.9", "replicas": 3, "storageSize": "10Gi", "backupSchedule": "0 2 * * *"}},
-	  {"apiVersion": "etcd.seedops.io/v1alpha1", "kind": "EtcdBackup", "metadata": {"name": "other-kind"}, "spec": {}},
+	  {"apiVersion": "etcd.seedops.io/v1alpha1", "kind": "EtcdBackup", "metadata": {"name": "a-backup"}, "spec": {"clusterName": "a"}},
+	  {"apiVersion": "etcd.seedops.io/v1alpha1", "kind": "EtcdRestore", "metadata": {"name": "other-kind"}, "spec": {}},
 	  {"apiVersion": "other.example.com/v1", "kind": "EtcdCluster", "metadata": {"name": "other-group"}},
 	  {"apiVersion": "etcd.seedops.io/v1alpha1", "kind": "EtcdCluster", "metadata": {"name": "b"},
-	   "spec": {"version": "3.6.16", "replicas": 5, "backup": {"s3": {"endpoint": "https://s3", "bucket": "x", "credentialsSecretName": "c"}}}}
+	   "spec": {"version": "3.6.16", "replicas": 5, "backup": {"s3": {"endpoint": "https://s3", "bucket": "x", "credentialsSecretName": "c"}}}},
+	  {"apiVersion": "etcd.seedops.io/v1alpha1", "kind": "EtcdCluster", "metadata": {"name": "r"},
+	   "spec": {"version": "3.5.9", "bootstrap": {"fromBackup": {"backupName": "a-backup"}}}}
 	]`))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(x.Backups) != 1 || x.Backups[0].Name != "a-backup" || x.Backups[0].Spec.ClusterName != "a" {
+		t.Errorf("backups %+v, want a-backup of a", x.Backups)
+	}
+	if len(x.Clusters) != 3 || RestoresFrom(&x.Clusters[2]) != "a-backup" || RestoresFrom(&x.Clusters[0]) != "" {
+		t.Fatalf("clusters %+v, want a, b and r restoring a-backup", x.Clusters)
+	}
+	if p, ok := x.Plain(); !ok || p.Name != "a" {
+		t.Errorf("Plain = %s, %t; want a", p.Name, ok)
+	}
+	if _, ok := (Examples{Clusters: x.Clusters[2:]}).Plain(); ok {
+		t.Error("Plain found a cluster among restoring ones")
+	}
+	got := x.Clusters[:2]
 	if len(got) != 2 || got[0].Name != "a" || got[1].Name != "b" {
 		t.Fatalf("got %d examples %v, want a and b", len(got), got)
 	}
@@ -63,12 +79,16 @@ func TestEtcdClusterExamplesErrors(t *testing.T) {
 		  "metadata": {"name": "a"}, "spec": {"version": "3.5.9", "replica": 3}}]`}, `unknown field "replica"`},
 		"no name": {map[string]string{ALMExamplesAnnotation: `[{"apiVersion": "etcd.seedops.io/v1alpha1", "kind": "EtcdCluster",
 		  "spec": {"version": "3.5.9"}}]`}, "has no metadata.name"},
+		"unknown backup field": {map[string]string{ALMExamplesAnnotation: `[{"apiVersion": "etcd.seedops.io/v1alpha1", "kind": "EtcdBackup",
+		  "metadata": {"name": "b"}, "spec": {"cluster": "a"}}]`}, `unknown field "cluster"`},
+		"only backups": {map[string]string{ALMExamplesAnnotation: `[{"apiVersion": "etcd.seedops.io/v1alpha1", "kind": "EtcdBackup",
+		  "metadata": {"name": "b"}, "spec": {"clusterName": "a"}}]`}, "has no etcd.seedops.io/v1alpha1, Kind=EtcdCluster"},
 		"bad apiVersion": {map[string]string{ALMExamplesAnnotation: `[{"apiVersion": "a/b/c", "kind": "EtcdCluster"}]`}, `apiVersion "a/b/c"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			csv := &operatorsv1alpha1.ClusterServiceVersion{}
 			csv.Annotations = tc.annotations
-			_, err := EtcdClusterExamples(csv)
+			_, err := ParseExamples(csv)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
@@ -83,10 +103,11 @@ func TestBundleExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	examples, err := EtcdClusterExamples(csv)
+	x, err := ParseExamples(csv)
 	if err != nil {
 		t.Fatal(err)
 	}
+	examples := x.Clusters
 	b, err := os.ReadFile("../../config/samples/etcd_v1alpha1_etcdcluster.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -386,5 +407,48 @@ func TestDefaultRepositoryVersions(t *testing.T) {
 	})
 	if want := []string{"3.5.9", "3.6.16"}; !slices.Equal(got, want) {
 		t.Errorf("DefaultRepositoryVersions = %q, want %q", got, want)
+	}
+}
+
+func TestBackupForTest(t *testing.T) {
+	ex := etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd-before-upgrade", ResourceVersion: "3"},
+		Spec: etcdv1alpha1.EtcdBackupSpec{ClusterName: "prod-etcd"}}
+	b := BackupForTest(ex, "scorecard", "backup-taken", "prod-etcd-x7k2p")
+	if b.GenerateName != "prod-etcd-before-upgrade-" || b.Name != "" || b.Namespace != "scorecard" || b.ResourceVersion != "" ||
+		b.Spec.ClusterName != "prod-etcd-x7k2p" || b.Labels[TestLabel] != "backup-taken" || b.Kind != "EtcdBackup" {
+		t.Errorf("BackupForTest = %+v", b)
+	}
+	if ex.Spec.ClusterName != "prod-etcd" {
+		t.Error("BackupForTest changed the example")
+	}
+}
+
+func TestBackupSucceeded(t *testing.T) {
+	backup := func(phase etcdv1alpha1.BackupPhase, location string, size, rev int64, errMsg string) *etcdv1alpha1.EtcdBackup {
+		b := &etcdv1alpha1.EtcdBackup{}
+		b.Status = etcdv1alpha1.EtcdBackupStatus{Phase: phase, Location: location, SizeBytes: size, Revision: rev, Error: errMsg}
+		return b
+	}
+	for name, tc := range map[string]struct {
+		b       *etcdv1alpha1.EtcdBackup
+		ok      bool
+		why     string
+		wantErr string
+	}{
+		"new":       {backup("", "", 0, 0, ""), false, "no phase yet", ""},
+		"waiting":   {backup(etcdv1alpha1.BackupPending, "", 0, 0, "EtcdCluster c not found in namespace n"), false, "Pending (EtcdCluster c not found", ""},
+		"running":   {backup(etcdv1alpha1.BackupRunning, "", 0, 0, ""), false, "Running", ""},
+		"failed":    {backup(etcdv1alpha1.BackupFailed, "", 0, 0, "context deadline exceeded"), false, "", "backup Failed: context deadline exceeded"},
+		"succeeded": {backup(etcdv1alpha1.BackupSucceeded, "pvc://c-backups/n/c/c.db", 20480, 7, ""), true, "", ""},
+		"succeeded without results": {backup(etcdv1alpha1.BackupSucceeded, "", 0, 0, ""), false, "",
+			"backup Succeeded but no status.location, status.sizeBytes 0, status.revision 0"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ok, why, err := BackupSucceeded(tc.b)
+			if ok != tc.ok || !strings.Contains(why, tc.why) || (err == nil) != (tc.wantErr == "") ||
+				(err != nil && err.Error() != tc.wantErr) {
+				t.Errorf("BackupSucceeded = %t, %q, %v; want %t, %q, %q", ok, why, err, tc.ok, tc.why, tc.wantErr)
+			}
+		})
 	}
 }

@@ -38,7 +38,8 @@ func main() {
 	t := scorecard.DefaultTimeouts
 	flag.DurationVar(&t.Available, "available-timeout", t.Available, "time for a new cluster to become Available")
 	flag.DurationVar(&t.Scale, "scale-timeout", t.Scale, "time for a scaled cluster to settle")
-	flag.DurationVar(&t.Delete, "delete-timeout", t.Delete, "time for a cluster and its pods to be gone")
+	flag.DurationVar(&t.Backup, "backup-timeout", t.Backup, "time for an EtcdBackup to succeed")
+	flag.DurationVar(&t.Delete, "delete-timeout", t.Delete, "time for what a test created to be gone")
 	flag.Parse()
 
 	name := strings.Join(flag.Args(), " ")
@@ -106,7 +107,7 @@ func run(ctx context.Context, res *scorecard.Result, name, bundleDir, namespace,
 		fail("%v", err)
 		return
 	}
-	examples, err := scorecard.EtcdClusterExamples(csv)
+	examples, err := scorecard.ParseExamples(csv)
 	if err != nil {
 		fail("%v", err)
 		return
@@ -132,7 +133,7 @@ func run(ctx context.Context, res *scorecard.Result, name, bundleDir, namespace,
 		fail("client: %v", err)
 		return
 	}
-	res.Logf("bundle %s (CSV %s), namespace %s, %d EtcdCluster alm-examples", bundleDir, csv.GetName(), namespace, len(examples))
+	res.Logf("bundle %s (CSV %s), namespace %s, %d EtcdCluster and %d EtcdBackup alm-examples", bundleDir, csv.GetName(), namespace, len(examples.Clusters), len(examples.Backups))
 
 	// The cleanup gets its own context: after a signal only the pod's grace period (30 s) is left.
 	cleanupCtx, cancel := context.WithCancel(context.Background())

@@ -100,11 +100,11 @@ func etcdVersions(args []string) error {
 	if err != nil {
 		return err
 	}
-	examples, err := scorecard.EtcdClusterExamples(csv)
+	examples, err := scorecard.ParseExamples(csv)
 	if err != nil {
 		return err
 	}
-	for _, v := range scorecard.DefaultRepositoryVersions(examples) {
+	for _, v := range scorecard.DefaultRepositoryVersions(examples.Clusters) {
 		fmt.Println(v)
 	}
 	return nil
