@@ -71,8 +71,9 @@ test: manifests generate fmt vet envtest etcd minio ## Unit, golden-file, real-e
 	$(MAKE) bundle-validate
 
 .PHONY: bench
-bench: etcd ## Benchmarks against real etcd: time to add+promote one learner, to remove one member.
+bench: etcd ## Benchmarks against real etcd: add+promote one learner, remove one member; back up and restore a ~1 GiB database (BENCH_DB_MIB).
 	ETCD_BIN_DIR="$(ETCD_BIN)" go test -run '^$$' -bench . -benchtime 3x ./internal/membership/
+	ETCD_BIN_DIR="$(ETCD_BIN)" go test -run '^$$' -bench BackupRestore -benchtime 1x -timeout 30m ./internal/backup/
 
 .PHONY: update-golden
 update-golden: ## Rewrite golden files from the builders.
@@ -104,7 +105,7 @@ endif
 
 .PHONY: install
 install: manifests kustomize kubectl ## Install CRDs into the cluster of the current kubeconfig.
-	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply --server-side -f -
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply --server-side --force-conflicts -f -
 
 .PHONY: uninstall
 uninstall: manifests kustomize kubectl ## Remove CRDs.
@@ -113,7 +114,8 @@ uninstall: manifests kustomize kubectl ## Remove CRDs.
 .PHONY: deploy
 deploy: manifests kustomize kubectl ## Deploy the operator with kustomize (image IMG).
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
-	$(KUSTOMIZE) build config/default | $(KUBECTL) apply --server-side -f -
+	@# --force-conflicts: these manifests are the source of truth, also for CRDs an earlier OLM install applied.
+	$(KUSTOMIZE) build config/default | $(KUBECTL) apply --server-side --force-conflicts -f -
 	cd config/manager && $(KUSTOMIZE) edit set image controller=controller:latest
 
 .PHONY: undeploy
@@ -145,7 +147,8 @@ $(KUSTOMIZE): | $(LOCALBIN)
 .PHONY: minio
 minio: $(MINIO) ## Build the MinIO server (S3-compatible, for the backup tests) from its pinned module (cold: ~5 min).
 $(MINIO): | $(LOCALBIN)
-	$(call go-install-tool,$(MINIO),github.com/minio/minio,$(MINIO_VERSION))
+	@# Static (CGO_ENABLED=0): the same binary runs on the host for tests and in the node's MinIO image.
+	tmp=$$(mktemp -d) && GOBIN=$$tmp CGO_ENABLED=0 go install github.com/minio/minio@$(MINIO_VERSION) && mv $$tmp/minio $@ && rm -rf $$tmp
 
 .PHONY: kubectl
 kubectl: $(KUBECTL)

@@ -244,6 +244,9 @@ func (r *EtcdClusterReconciler) restoreSource(ctx context.Context, c *etcdv1alph
 		return nil, fmt.Sprintf("EtcdBackup %s not found in namespace %s", from.BackupName, c.Namespace), nil
 	case err != nil:
 		return nil, "", err
+	case b.Status.Phase == etcdv1alpha1.BackupFailed:
+		return nil, fmt.Sprintf("EtcdBackup %s failed (%s): it will never hold a snapshot; bootstrap is immutable, so delete this cluster and create it from another backup",
+			from.BackupName, b.Status.Error), nil
 	case b.Status.Phase != etcdv1alpha1.BackupSucceeded || b.Status.Destination == nil:
 		phase := string(b.Status.Phase)
 		if phase == "" {

@@ -22,12 +22,12 @@ cluster-down: ## Stop the local node and undo its processes, mounts, iptables ch
 	hack/node/cluster-down.sh
 
 .PHONY: images
-images: ## Build the operator, etcd, pause and busybox images offline and push them to the node's registry (localhost:5000).
-	VERSION=$(VERSION) hack/node/images.sh
+images: minio ## Build the operator, etcd, pause, busybox and MinIO images offline and push them to the node's registry (localhost:5000).
+	VERSION=$(VERSION) MINIO_BIN=$(MINIO) hack/node/images.sh
 
 .PHONY: test-e2e
-test-e2e: cluster-up ## Deploy the operator (make deploy) on the local node and run the e2e suite (tests/e2e).
-	VERSION=$(VERSION) hack/node/images.sh
+test-e2e: cluster-up minio ## Deploy the operator (make deploy) on the local node and run the e2e suite (tests/e2e).
+	VERSION=$(VERSION) MINIO_BIN=$(MINIO) hack/node/images.sh
 	KUBECONFIG=$(NODE_KUBECONFIG) $(MAKE) deploy IMG=$$(cat $(NODE_DIR)/operator-image)
 	KUBECONFIG=$(NODE_KUBECONFIG) KUBECTL=$(KUBECTL) E2E_OPERATOR_IMAGE=$$(cat $(NODE_DIR)/operator-image) \
 		go test -tags e2e ./tests/e2e/... -count=1 -timeout $(E2E_TIMEOUT) -v \

@@ -4,6 +4,7 @@
 #   etcd:v<version>                  /usr/local/bin/{etcd,etcdctl,etcdutl}, the official image layout
 #   pause:<tag>                      the pod sandbox, from Kubernetes' pause.c
 #   busybox:<version>                local-path-provisioner's helper pods, from Debian's busybox-static
+#   minio:e2e                        the S3-compatible server of the backup e2e tests (MINIO_BIN, `make minio`)
 # Each image is skipped when its inputs are unchanged and the registry still has it.
 # The operator image reference is written to bin/node/operator-image.
 source "$(dirname "$0")/lib.sh"
@@ -39,5 +40,11 @@ for applet in $("$bb" --list); do
 done
 image "$REGISTRY/busybox:$bb_version" --add "$bb:/bin/busybox:0755" "${links[@]}" --cmd sh
 echo "$bb_version" >"$IMAGES/busybox-version"
+
+if [ -n "${MINIO_BIN:-}" ]; then
+  go version -m "$MINIO_BIN" | grep -q 'CGO_ENABLED=0' || die "$MINIO_BIN must be static (make minio builds it with CGO_ENABLED=0)"
+  image "$REGISTRY/minio:e2e" "${BASE_FILES[@]}" --add "$MINIO_BIN:/usr/bin/minio:0755" \
+    --user 65532:65532 --entrypoint /usr/bin/minio --workdir /tmp
+fi
 
 log "images ready in $REGISTRY (operator: $op_ref)"

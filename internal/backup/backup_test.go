@@ -2,8 +2,11 @@ package backup_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,7 +26,7 @@ import (
 
 // These tests run real etcd servers (ETCD_BIN_DIR) and a real MinIO server (MINIO_BIN), both set by `make test`.
 
-func startCluster(t *testing.T, name string, n int) *etcdtest.Cluster {
+func startCluster(t testing.TB, name string, n int) *etcdtest.Cluster {
 	t.Helper()
 	bin, err := etcdtest.Binary()
 	if err != nil {
@@ -43,7 +46,7 @@ func startCluster(t *testing.T, name string, n int) *etcdtest.Cluster {
 	return c
 }
 
-func client(t *testing.T, c *etcdtest.Cluster, n int) *clientv3.Client {
+func client(t testing.TB, c *etcdtest.Cluster, n int) *clientv3.Client {
 	t.Helper()
 	var eps []string
 	for i := 0; i < n; i++ {
@@ -361,4 +364,57 @@ func TestRestoreLeavesAnExistingMemberAlone(t *testing.T) {
 	if b, err := os.ReadFile(marker); err != nil || string(b) != "mine" {
 		t.Fatalf("the member's data changed: %q %v", b, err)
 	}
+}
+
+func TestS3OverTLSTrustsOnlyTheGivenCA(t *testing.T) {
+	bin, err := s3test.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	srv, caPEM, err := s3test.StartTLS(ctx, bin, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	caFile := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(caFile, caPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := backup.S3Config{Endpoint: srv.Endpoint, Bucket: "tls", AccessKey: srv.AccessKey, SecretKey: srv.SecretKey}
+
+	// Without the CA the server's certificate is refused.
+	untrusting, err := backup.NewS3Store(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := untrusting.List(ctx, ""); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("listing over TLS without the CA: %v, want a certificate error", err)
+	}
+
+	cfg.CAFile = caFile
+	store, err := backup.NewS3Store(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: x509.NewCertPool(), MinVersion: tls.VersionTLS12}}
+	tr.TLSClientConfig.RootCAs.AppendCertsFromPEM(caPEM)
+	mc, err := minio.New(strings.TrimPrefix(srv.Endpoint, "https://"), &minio.Options{Creds: credentials.NewStaticV4(srv.AccessKey, srv.SecretKey, ""), Secure: true, Transport: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mc.MakeBucket(ctx, "tls", minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	src := startCluster(t, "tls", 1)
+	want, rev := writeData(t, client(t, src, 1), 100)
+	res, err := backup.Run(ctx, zaptest.NewLogger(t), store, backup.RunConfig{
+		Endpoint: src.ClientURL(0), Namespace: "ns", Cluster: "tls", Kind: backup.KindOnDemand, StagingDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	restoreAndCheck(t, store, res.Key, want, rev, 0)
 }

@@ -4,8 +4,16 @@ package s3test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -38,13 +46,36 @@ func Binary() (string, error) {
 }
 
 // Start runs MinIO on a free local port with its data under dir and waits until it is ready.
-func Start(ctx context.Context, bin, dir string) (*Server, error) {
+func Start(ctx context.Context, bin, dir string) (*Server, error) { return start(ctx, bin, dir, nil) }
+
+// StartTLS runs MinIO over HTTPS with a certificate for 127.0.0.1 issued by a new CA, and returns the
+// server and the CA's PEM.
+func StartTLS(ctx context.Context, bin, dir string) (*Server, []byte, error) {
+	certs := filepath.Join(dir, "certs")
+	caPEM, pool, err := writeCertificates(certs)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := start(ctx, bin, dir, &tlsSetup{certsDir: certs, pool: pool})
+	return s, caPEM, err
+}
+
+type tlsSetup struct {
+	certsDir string
+	pool     *x509.CertPool
+}
+
+func start(ctx context.Context, bin, dir string, tlsCfg *tlsSetup) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
+	scheme := "http"
+	if tlsCfg != nil {
+		scheme = "https"
+	}
 	s := &Server{
-		Endpoint:  fmt.Sprintf("http://127.0.0.1:%d", port),
+		Endpoint:  fmt.Sprintf("%s://127.0.0.1:%d", scheme, port),
 		AccessKey: "etcd-operator-test",
 		SecretKey: "etcd-operator-test-secret",
 		done:      make(chan struct{}),
@@ -57,8 +88,14 @@ func Start(ctx context.Context, bin, dir string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.cmd = exec.Command(bin, "server", filepath.Join(dir, "data"), "--address", fmt.Sprintf("127.0.0.1:%d", port),
-		"--console-address", "127.0.0.1:0", "--quiet")
+	args := []string{"server", filepath.Join(dir, "data"), "--address", fmt.Sprintf("127.0.0.1:%d", port),
+		"--console-address", "127.0.0.1:0", "--quiet"}
+	httpClient := http.DefaultClient
+	if tlsCfg != nil {
+		args = append(args, "--certs-dir", tlsCfg.certsDir)
+		httpClient = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: tlsCfg.pool, MinVersion: tls.VersionTLS12}}}
+	}
+	s.cmd = exec.Command(bin, args...)
 	s.cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+s.AccessKey, "MINIO_ROOT_PASSWORD="+s.SecretKey,
 		"MINIO_BROWSER=off", "MINIO_UPDATE=off", "HOME="+dir)
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
@@ -80,7 +117,7 @@ func Start(ctx context.Context, bin, dir string) (*Server, error) {
 			return nil, fmt.Errorf("minio not ready: %w", ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
-		if resp, err := http.Get(ready); err == nil {
+		if resp, err := httpClient.Get(ready); err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return s, nil
@@ -98,6 +135,55 @@ func (s *Server) Stop() {
 		_ = s.cmd.Process.Kill()
 		<-s.done
 	}
+}
+
+// writeCertificates writes a CA and a server certificate for 127.0.0.1 in MinIO's layout (public.crt,
+// private.key) and returns the CA's PEM.
+func writeCertificates(dir string) ([]byte, *x509.CertPool, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, err
+	}
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	caTpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "s3test CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTpl, caTpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	if err := os.WriteFile(filepath.Join(dir, "public.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		return nil, nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "private.key"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		return nil, nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	return caPEM, pool, nil
 }
 
 func freePort() (int, error) {

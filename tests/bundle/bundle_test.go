@@ -140,33 +140,43 @@ func TestCSVContent(t *testing.T) {
 		t.Error("bundle/metadata/dependencies.yaml exists")
 	}
 
-	// Owned CRD with descriptors for every top-level spec field.
-	if len(csv.Spec.CustomResourceDefinitions.Owned) != 1 {
-		t.Fatalf("want 1 owned CRD, got %d", len(csv.Spec.CustomResourceDefinitions.Owned))
-	}
-	owned := csv.Spec.CustomResourceDefinitions.Owned[0]
-	if len(owned.Resources) == 0 {
-		t.Error("owned CRD lists no resources")
-	}
-	specPaths := map[string]bool{}
-	for _, d := range owned.SpecDescriptors {
-		specPaths[d.Path] = true
-	}
-	if len(b.V1CRDs) != 1 {
-		t.Fatalf("want 1 v1 CRD in the bundle, got %d", len(b.V1CRDs))
-	}
-	for _, v := range b.V1CRDs[0].Spec.Versions {
-		if v.Name != owned.Version {
-			continue
+	// Owned CRDs (EtcdCluster, EtcdBackup) with descriptors for every top-level spec field.
+	ownedKinds := map[string]bool{}
+	for _, owned := range csv.Spec.CustomResourceDefinitions.Owned {
+		ownedKinds[owned.Kind] = true
+		if len(owned.Resources) == 0 {
+			t.Errorf("owned CRD %s lists no resources", owned.Name)
 		}
-		for field := range v.Schema.OpenAPIV3Schema.Properties["spec"].Properties {
-			if !specPaths[field] {
-				t.Errorf("spec field %q has no spec descriptor", field)
+		specPaths := map[string]bool{}
+		for _, d := range owned.SpecDescriptors {
+			specPaths[d.Path] = true
+		}
+		found := false
+		for _, crd := range b.V1CRDs {
+			if crd.Name != owned.Name {
+				continue
+			}
+			found = true
+			for _, v := range crd.Spec.Versions {
+				if v.Name != owned.Version {
+					continue
+				}
+				for field := range v.Schema.OpenAPIV3Schema.Properties["spec"].Properties {
+					if !specPaths[field] {
+						t.Errorf("%s: spec field %q has no spec descriptor", owned.Kind, field)
+					}
+				}
 			}
 		}
+		if !found {
+			t.Errorf("owned CRD %s is not in the bundle", owned.Name)
+		}
+		if len(owned.StatusDescriptors) < 4 {
+			t.Errorf("%s: want status descriptors for the main status fields, got %d", owned.Kind, len(owned.StatusDescriptors))
+		}
 	}
-	if len(owned.StatusDescriptors) < 4 {
-		t.Errorf("want status descriptors for the main status fields, got %d", len(owned.StatusDescriptors))
+	if !ownedKinds["EtcdCluster"] || !ownedKinds["EtcdBackup"] || len(b.V1CRDs) != len(csv.Spec.CustomResourceDefinitions.Owned) {
+		t.Errorf("want the owned CRDs EtcdCluster and EtcdBackup, and exactly those CRDs in the bundle; got %v and %d CRDs", ownedKinds, len(b.V1CRDs))
 	}
 
 	// WATCH_NAMESPACE comes from the OperatorGroup's target namespaces; related images from RELATED_IMAGE_*.

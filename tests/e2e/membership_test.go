@@ -198,7 +198,9 @@ type replacement struct {
 	leaderBefore string
 }
 
-func (r replacement) String() string { return fmt.Sprintf("%s(leader before: %s)", r.pod, r.leaderBefore) }
+func (r replacement) String() string {
+	return fmt.Sprintf("%s(leader before: %s)", r.pod, r.leaderBefore)
+}
 
 // rolloutObserver samples the member pods and the leader while a rollout runs: which pod was replaced when,
 // who led just before, and the most members down at once.
