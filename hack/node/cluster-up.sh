@@ -107,6 +107,14 @@ server = "http://$REGISTRY"
 [host."http://$REGISTRY"]
   capabilities = ["pull", "resolve"]
 EOF
+# The registry's TLS endpoint (registry.sh; used by `operator-sdk run bundle`), trusted through its own CA.
+mkdir -p "$RUN_DIR/containerd/certs.d/localhost:5443"
+write_file "$RUN_DIR/containerd/certs.d/localhost:5443/hosts.toml" <<EOF
+server = "https://localhost:5443"
+[host."https://localhost:5443"]
+  capabilities = ["pull", "resolve"]
+  ca = "$NODE_DIR/registry-tls/ca.crt"
+EOF
 write_file "$RUN_DIR/containerd/config.toml" <<EOF
 version = 2
 root = "$CONTAINERD_ROOT/root"
@@ -363,7 +371,7 @@ node_ready() {
 }
 wait_for "node $NODE_NAME Ready" 120 node_ready
 wait_for "CoreDNS" 60 curl -sf http://127.0.0.1:8181/ready
-for p in etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy coredns local-path-provisioner registry; do
+for p in etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy coredns local-path-provisioner registry registry-tls; do
   pid_alive "$p" || die "$p is not running (log: $LOGS/$p.log)"
 done
 log "cluster up in ${SECONDS}s: export KUBECONFIG=$KUBECONFIG_PATH (operator image: $(cat "$NODE_DIR/operator-image"))"
