@@ -16,18 +16,21 @@ if registry_up && registry_tls_up; then exit 0; fi
 command -v docker-registry >/dev/null || die "docker-registry is missing: run hack/node/deps.sh"
 mkdir -p "$REGISTRY_DATA" "$RUN_DIR"
 
-if [ ! -f "$TLS_DIR/registry.crt" ]; then
+# The certificate names the node IP too: pods (OLM v1's catalogd and operator-controller pull images themselves)
+# reach the registry there. Regenerated when the node IP changes.
+if [ ! -f "$TLS_DIR/registry.crt" ] || [ "$(cat "$TLS_DIR/node-ip" 2>/dev/null)" != "$(node_ip)" ]; then
   mkdir -p "$TLS_DIR"
   openssl ecparam -name prime256v1 -genkey -noout -out "$TLS_DIR/ca.key"
   openssl req -x509 -new -key "$TLS_DIR/ca.key" -subj "/CN=etcd-operator-node-registry-ca" -days 3650 \
     -out "$TLS_DIR/ca.crt"
   openssl ecparam -name prime256v1 -genkey -noout -out "$TLS_DIR/registry.key"
   openssl req -new -key "$TLS_DIR/registry.key" -subj "/CN=localhost" -out "$TLS_DIR/registry.csr"
-  printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:localhost,IP:127.0.0.1\n' \
-    >"$TLS_DIR/registry.ext"
+  printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:localhost,IP:127.0.0.1,IP:%s\n' \
+    "$(node_ip)" >"$TLS_DIR/registry.ext"
   openssl x509 -req -in "$TLS_DIR/registry.csr" -CA "$TLS_DIR/ca.crt" -CAkey "$TLS_DIR/ca.key" -CAcreateserial \
     -days 3650 -extfile "$TLS_DIR/registry.ext" -out "$TLS_DIR/registry.crt" 2>/dev/null
   rm -f "$TLS_DIR/registry.csr" "$TLS_DIR/registry.ext"
+  node_ip >"$TLS_DIR/node-ip"
 fi
 cat /etc/ssl/certs/ca-certificates.crt "$TLS_DIR/ca.crt" >"$TLS_DIR/ca-bundle.crt"
 

@@ -48,7 +48,8 @@ labelled() {
   "$NODETOOL" image --ref "$ref-base" "$@" >/dev/null
   local args=() l
   while IFS= read -r l; do [ -n "$l" ] && args+=(--label "$l"); done <"$labels"
-  "$CRANE" mutate --insecure "$ref-base" "${args[@]}" -t "$ref" >/dev/null
+  "$CRANE" mutate --insecure "$ref-base" "${args[@]}" -t "$ref" >/dev/null 2>"$OLM_WORK/crane.log" ||
+    { cat "$OLM_WORK/crane.log" >&2; die "crane mutate $ref failed"; }
 }
 
 BB=/bin/busybox
@@ -141,8 +142,24 @@ labelled "$cat_ref" "$OLM_WORK/index.labels" "${OPM_ARGS[@]}" "${configs[@]}" \
   --entrypoint /bin/opm --cmd serve,/configs,--cache-dir=/tmp/cache
 log "catalog image $cat_ref"
 
+# --- The same catalog for OLM v1: catalogd and operator-controller pull catalog and bundle images themselves, from
+# inside their pods, where localhost is the pod: they use the registry's TLS endpoint at the node IP.
+REGISTRY_POD=$(node_ip):5443
+v1_dir=$OLM_WORK/catalog-olmv1
+rm -rf "$v1_dir" && mkdir -p "$v1_dir"
+cp -r "$cat_dir/configs" "$v1_dir/"
+sed -i "s|^image: $REGISTRY/|image: $REGISTRY_POD/|" $(find "$v1_dir/configs" -name '*.yaml')
+"$OPM" validate "$v1_dir/configs"
+cat_v1_ref=$REGISTRY/etcd-operator-catalog:olmv1-$VERSION-$(hash "$v1_dir" "$OLM_BIN/opm" "$OLM_WORK/index.labels")
+mapfile -t configs < <(tree_args "$v1_dir/configs" /configs)
+labelled "$cat_v1_ref" "$OLM_WORK/index.labels" "${OPM_ARGS[@]}" "${configs[@]}" \
+  --entrypoint /bin/opm --cmd serve,/configs,--cache-dir=/tmp/cache
+log "OLM v1 catalog image $cat_v1_ref"
+
 {
   echo "OLM_IMAGE=$olm_ref"
+  echo "CATALOG_OLMV1_IMAGE=$cat_v1_ref"
+  echo "REGISTRY_POD=$REGISTRY_POD"
   echo "OPM_IMAGE=$opm_ref"
   echo "CATALOG_IMAGE=$cat_ref"
   echo "BUSYBOX_IMAGE=$REGISTRY/busybox:$(cat "$IMAGES/busybox-version")"
