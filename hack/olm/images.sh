@@ -9,8 +9,7 @@
 #   etcd-operator-bundle:v<X>-<hash>  every release's bundle (releases/X/bundle) and the one in development
 #                                 (bundle/), with image references rewritten to the node's images
 #   etcd-operator-catalog:<hash>  catalog/ rewritten the same way (a local variant: catalog/ is left alone),
-#                                 served by `opm serve` (its cache is built at start in /tmp: the pod's user is
-#                                 chosen by OLM, so a cache baked into the image might not be writable)
+#                                 served by `opm serve /configs`
 # The references are written to bin/node/olm/images.env. The node's own images (the operator of VERSION, etcd,
 # busybox) come from hack/node/images.sh.
 source "$(dirname "$0")/lib.sh"
@@ -71,12 +70,15 @@ log "OLM image $olm_ref"
 INDEX_LABEL=operators.operatorframework.io.index.configs.v1=/configs
 echo "$INDEX_LABEL" >"$OLM_WORK/index.labels"
 mapfile -t BB_LINKS < <(bb_links)
-OPM_ARGS=("${BASE_FILES[@]}" --add "$BB:/bin/busybox:0755" "${BB_LINKS[@]}"
+# opm resolves names through /etc/nsswitch.conf (upstream's opm image ships this one).
+put "$IMAGES/nsswitch.conf" "hosts: files dns"
+OPM_ARGS=("${BASE_FILES[@]}" --add "$IMAGES/nsswitch.conf:/etc/nsswitch.conf:0644" --add "$BB:/bin/busybox:0755" "${BB_LINKS[@]}"
   --add "$OLM_BIN/opm:/bin/opm:0755" --add "$OLM_BIN/grpc_health_probe:/bin/grpc_health_probe:0755"
   --user 65532:65532 --workdir /)
-opm_ref=$REGISTRY/opm:$OPM_VERSION-$(hash "$OLM_BIN/opm" "$OLM_BIN/grpc_health_probe" "$BB" "$OLM_WORK/index.labels")
+echo "${OPM_ARGS[*]}" >"$OLM_WORK/opm.args"
+opm_ref=$REGISTRY/opm:$OPM_VERSION-$(hash "$OLM_BIN/opm" "$OLM_BIN/grpc_health_probe" "$BB" "$OLM_WORK/index.labels" "$OLM_WORK/opm.args")
 labelled "$opm_ref" "$OLM_WORK/index.labels" "${OPM_ARGS[@]}" --dir /configs --entrypoint /bin/opm \
-  --cmd serve,/configs,--cache-dir=/tmp/cache
+  --cmd serve,/configs
 log "opm image $opm_ref"
 
 # --- Operator images: VERSION from hack/node/images.sh; each release from its tag's tree.
@@ -136,10 +138,14 @@ if grep -rq -e 'ghcr.io/' -e 'gcr.io/' "$cat_dir/configs"; then
   die "the local catalog still references public images: $(grep -rl -e 'ghcr.io/' -e 'gcr.io/' "$cat_dir/configs")"
 fi
 "$OPM" validate "$cat_dir/configs"
-cat_ref=$REGISTRY/etcd-operator-catalog:$VERSION-$(hash "$cat_dir" "$OLM_BIN/opm" "$OLM_WORK/index.labels")
+# No --cache-dir: opm builds its cache in a temporary directory at start (a cache baked into the image would be
+# checked for integrity and, with --cache-dir, required to be writable by whatever user OLM runs the pod as).
+CATALOG_CMD=serve,/configs
+echo "${OPM_ARGS[*]} $CATALOG_CMD" >"$OLM_WORK/catalog.args"
+cat_ref=$REGISTRY/etcd-operator-catalog:$VERSION-$(hash "$cat_dir" "$OLM_BIN/opm" "$OLM_WORK/index.labels" "$OLM_WORK/catalog.args")
 mapfile -t configs < <(tree_args "$cat_dir/configs" /configs)
 labelled "$cat_ref" "$OLM_WORK/index.labels" "${OPM_ARGS[@]}" "${configs[@]}" \
-  --entrypoint /bin/opm --cmd serve,/configs,--cache-dir=/tmp/cache
+  --entrypoint /bin/opm --cmd "$CATALOG_CMD"
 log "catalog image $cat_ref"
 
 # --- The same catalog for OLM v1: catalogd and operator-controller pull catalog and bundle images themselves, from
@@ -150,10 +156,10 @@ rm -rf "$v1_dir" && mkdir -p "$v1_dir"
 cp -r "$cat_dir/configs" "$v1_dir/"
 sed -i "s|^image: $REGISTRY/|image: $REGISTRY_POD/|" $(find "$v1_dir/configs" -name '*.yaml')
 "$OPM" validate "$v1_dir/configs"
-cat_v1_ref=$REGISTRY/etcd-operator-catalog:olmv1-$VERSION-$(hash "$v1_dir" "$OLM_BIN/opm" "$OLM_WORK/index.labels")
+cat_v1_ref=$REGISTRY/etcd-operator-catalog:olmv1-$VERSION-$(hash "$v1_dir" "$OLM_BIN/opm" "$OLM_WORK/index.labels" "$OLM_WORK/catalog.args")
 mapfile -t configs < <(tree_args "$v1_dir/configs" /configs)
 labelled "$cat_v1_ref" "$OLM_WORK/index.labels" "${OPM_ARGS[@]}" "${configs[@]}" \
-  --entrypoint /bin/opm --cmd serve,/configs,--cache-dir=/tmp/cache
+  --entrypoint /bin/opm --cmd "$CATALOG_CMD"
 log "OLM v1 catalog image $cat_v1_ref"
 
 {

@@ -34,8 +34,9 @@ import (
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 )
 
-// The label the operator puts on everything it manages (its cache selects on it).
-const managedBy = "app.kubernetes.io/managed-by"
+// The label the operator puts on everything it manages (its cache selects on it); the bundle's own objects say
+// managed-by kustomize.
+const managedBy, managedByOperator = "app.kubernetes.io/managed-by", "etcd-operator"
 
 // newNamespace creates a namespace and deletes it (with everything in it) when the spec or container ends.
 // restricted: enforce the restricted Pod Security Standard (etcd pods and the operator pass it; operator-sdk's
@@ -49,8 +50,14 @@ func newNamespace(prefix string, restricted bool) string {
 		}
 	}
 	ExpectWithOffset(1, k8s.Create(ctx, ns)).To(Succeed())
+	// Wait until it is gone: an operator watching all namespaces in a later spec would otherwise reconcile (and log
+	// about) this spec's clusters while their namespace terminates.
 	DeferCleanup(func() {
-		ExpectWithOffset(1, client.IgnoreNotFound(k8s.Delete(context.Background(), ns))).To(Succeed())
+		bg := context.Background()
+		Expect(client.IgnoreNotFound(k8s.Delete(bg, ns))).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(bg, client.ObjectKeyFromObject(ns), &corev1.Namespace{}))
+		}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(BeTrue(), "namespace %s still terminating", ns.Name)
 	})
 	return ns.Name
 }
@@ -168,7 +175,7 @@ func waitAvailable(c *etcdv1alpha1.EtcdCluster, timeout time.Duration) {
 // managedObjects lists what the operator would have made in ns (anything labelled as managed by it).
 func managedObjects(g Gomega, ns string) []string {
 	var names []string
-	sel := client.HasLabels{managedBy}
+	sel := client.MatchingLabels{managedBy: managedByOperator}
 	lists := map[string]client.ObjectList{
 		"statefulset": &appsv1.StatefulSetList{}, "service": &corev1.ServiceList{}, "configmap": &corev1.ConfigMapList{},
 		"pdb": &policyv1.PodDisruptionBudgetList{}, "cronjob": &batchv1.CronJobList{},
