@@ -3,8 +3,8 @@
 # Makefile; uses its VERSION, LOCALBIN, KUBECTL and the node settings of make/node.mk.
 
 OLM_WORK ?= $(NODE_DIR)/olm
-# Ginkgo label filter of `make test-olm` (labels: install-modes, upgrade, operator-sdk); empty runs everything.
-OLM_LABEL_FILTER ?=
+# Ginkgo label filter of `make test-olm` (labels: install-modes, upgrade, operator-sdk; olmv1 is `make test-olmv1`).
+OLM_LABEL_FILTER ?= !olmv1
 OLM_TEST_TIMEOUT ?= 60m
 OLM_TEST_ARGS ?=
 # The release the upgrade scenarios start from: the newest frozen release under releases/ older than VERSION.
@@ -28,8 +28,24 @@ olm-up: cluster-up ## Install OLM v0 on the local node and serve the local catal
 olm-down: ## Remove every OLM install, the catalog, OLM and its CRDs from the local node.
 	hack/olm/olm-down.sh
 
+.PHONY: olmv1-up
+olmv1-up: olm-up ## Install OLM v1 (catalogd, operator-controller) next to OLM v0 and serve the catalog as a ClusterCatalog.
+	VERSION=$(VERSION) hack/olm/olmv1-up.sh
+
+.PHONY: olmv1-down
+olmv1-down: ## Remove OLM v1 (ClusterExtensions, ClusterCatalogs, its namespace and CRDs) from the local node.
+	hack/olm/olmv1-down.sh
+
+.PHONY: test-olmv1
+test-olmv1: olmv1-up ## Install the bundle through OLM v1 (ClusterExtension from the ClusterCatalog) on the local node.
+	$(MAKE) --no-print-directory test-olm-run OLM_LABEL_FILTER=olmv1
+
 .PHONY: test-olm
-test-olm: olm-up operator-sdk ## Install, upgrade and remove the operator through OLM v0 and operator-sdk on the local node (tests/olm).
+test-olm: olm-up ## Install, upgrade and remove the operator through OLM v0 and operator-sdk on the local node (tests/olm).
+	$(MAKE) --no-print-directory test-olm-run
+
+.PHONY: test-olm-run
+test-olm-run: operator-sdk ## Install, upgrade and remove the operator through OLM v0 and operator-sdk on the local node (tests/olm).
 	@# An operator from `make deploy` would reconcile the same clusters: remove its deployment (not its CRD, which
 	@# EtcdClusters of others depend on).
 	$(KUBECTL) --kubeconfig $(NODE_KUBECONFIG) -n etcd-operator-system delete deployment --all --ignore-not-found --wait=true

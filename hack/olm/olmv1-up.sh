@@ -88,10 +88,10 @@ components:
 images:
 - name: quay.io/operator-framework/catalogd
   newName: ${REF[catalogd]%:*}
-  newTag: ${REF[catalogd]##*:}
+  newTag: "${REF[catalogd]##*:}"
 - name: quay.io/operator-framework/operator-controller
   newName: ${REF[operator-controller]%:*}
-  newTag: ${REF[operator-controller]##*:}
+  newTag: "${REF[operator-controller]##*:}"
 patches:
 - target: {group: cert-manager.io, kind: Certificate}
   patch: |

@@ -102,7 +102,7 @@ var _ = Describe("Upgrade through OLM with manual approval", Ordered, Label("upg
 		Expect(ip.Spec.ClusterServiceVersionNames).NotTo(ContainElement(previousCSV))
 		cur := &operatorsv1alpha1.Subscription{}
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(sub), cur)).To(Succeed())
-		Expect(cur.Status.State).To(Equal(operatorsv1alpha1.SubscriptionStateUpgradePending))
+		Expect(cur.Status.State).To(BeEquivalentTo(operatorsv1alpha1.SubscriptionStateUpgradePending))
 		Expect(cur.Status.InstalledCSV).To(Equal(previousCSV))
 		// Nothing moves before the approval.
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: currentCSV}, &operatorsv1alpha1.ClusterServiceVersion{})).
@@ -120,7 +120,7 @@ var _ = Describe("Upgrade through OLM with manual approval", Ordered, Label("upg
 			cur := &operatorsv1alpha1.Subscription{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(sub), cur)).To(Succeed())
 			g.Expect(cur.Status.InstalledCSV).To(Equal(currentCSV))
-			g.Expect(cur.Status.State).To(Equal(operatorsv1alpha1.SubscriptionStateAtLatest))
+			g.Expect(cur.Status.State).To(BeEquivalentTo(operatorsv1alpha1.SubscriptionStateAtLatest))
 		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 		report("upgrade (approval to new operator running)", time.Since(start))
 	})
