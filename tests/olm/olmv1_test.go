@@ -10,11 +10,15 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 )
 
 // OLM v1's API is used unstructured: its Go module is a tool of the harness (hack/tools/olmv1), not a dependency of
@@ -26,6 +30,31 @@ var _ = Describe("OLM v1: a ClusterExtension from a ClusterCatalog", Ordered, La
 	ext := &unstructured.Unstructured{}
 
 	BeforeAll(func() {
+		// OLM v1 never adopts objects it did not create: the EtcdCluster CRD (left by OLM v0 or `make deploy`) has
+		// to go first. Only when no EtcdCluster exists anywhere, since deleting the CRD deletes them all; it is put
+		// back (from bundle/) afterwards, as the other installs on the node expect it.
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		crdKey := client.ObjectKey{Name: "etcdclusters.etcd.seedops.io"}
+		if err := k8s.Get(ctx, crdKey, crd); err == nil {
+			all := &etcdv1alpha1.EtcdClusterList{}
+			Expect(k8s.List(ctx, all)).To(Succeed())
+			Expect(all.Items).To(BeEmpty(), "EtcdClusters exist on the node: OLM v1 cannot take over their CRD")
+			Expect(k8s.Delete(ctx, crd)).To(Succeed())
+			expectGone(&apiextensionsv1.CustomResourceDefinition{}, "", crdKey.Name, 2*time.Minute)
+			DeferCleanup(func() {
+				// Uninstalling the ClusterExtension deletes the CRD it installed: let that finish first.
+				Eventually(func() bool {
+					cur := &apiextensionsv1.CustomResourceDefinition{}
+					err := k8s.Get(context.Background(), crdKey, cur)
+					return apierrors.IsNotFound(err) || (err == nil && cur.DeletionTimestamp == nil)
+				}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(BeTrue())
+				out, err := run(kubectl, nil, "apply", "--server-side", "--force-conflicts", "-f",
+					"../../bundle/manifests/etcd.seedops.io_etcdclusters.yaml")
+				Expect(err).NotTo(HaveOccurred(), out)
+			})
+		} else {
+			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+		}
 		ns = newNamespace("olmv1", true)
 		// OLM v1 installs with a service account the cluster admin provides; this one may do anything (the bundle
 		// has cluster-scoped objects: the CRD and ClusterRoles).
