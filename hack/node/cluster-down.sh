@@ -33,7 +33,7 @@ if pid_alive containerd && [ -x "$TOOLS_BIN/nodetool" ]; then
 fi
 
 # 2. The other processes, in reverse order of start.
-for p in kube-proxy coredns kube-scheduler kube-controller-manager kube-apiserver etcd containerd registry; do
+for p in kube-proxy coredns kube-scheduler kube-controller-manager kube-apiserver etcd containerd registry-tls registry; do
   stop "$p"
 done
 

@@ -72,6 +72,9 @@ gen_cert controller-manager system:kube-controller-manager
 gen_cert scheduler system:kube-scheduler
 gen_cert kubelet "system:node:$NODE_NAME" system:nodes
 gen_cert kube-proxy system:kube-proxy
+# The aggregation layer's client: kube-apiserver proxies to aggregated API servers (OLM's packageserver) with this
+# certificate and the requesting user in X-Remote-* headers.
+gen_cert front-proxy-client front-proxy-client
 
 write_kubeconfig() { # FILE CERT_NAME
   local file=$1 name=$2
@@ -106,6 +109,14 @@ write_file "$RUN_DIR/containerd/certs.d/$REGISTRY/hosts.toml" <<EOF
 server = "http://$REGISTRY"
 [host."http://$REGISTRY"]
   capabilities = ["pull", "resolve"]
+EOF
+# The registry's TLS endpoint (registry.sh; used by `operator-sdk run bundle`), trusted through its own CA.
+mkdir -p "$RUN_DIR/containerd/certs.d/localhost:5443"
+write_file "$RUN_DIR/containerd/certs.d/localhost:5443/hosts.toml" <<EOF
+server = "https://localhost:5443"
+[host."https://localhost:5443"]
+  capabilities = ["pull", "resolve"]
+  ca = "$NODE_DIR/registry-tls/ca.crt"
 EOF
 write_file "$RUN_DIR/containerd/config.toml" <<EOF
 version = 2
@@ -170,16 +181,32 @@ start etcd "$ETCD_BIN/etcd" --name node --data-dir "$STATE/etcd" \
   --initial-cluster "node=http://127.0.0.1:$ETCD_PEER_PORT" --unsafe-no-fsync --log-level warn
 wait_for etcd 30 curl -sf "http://127.0.0.1:$ETCD_CLIENT_PORT/health"
 
-start kube-apiserver "$KUBE_BIN/kube-apiserver" \
-  --advertise-address="$NODE_IP" --secure-port="$APISERVER_PORT" --cert-dir="$STATE/apiserver" \
-  --etcd-servers="http://127.0.0.1:$ETCD_CLIENT_PORT" \
-  --client-ca-file="$PKI/ca.crt" --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
-  --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
-  --kubelet-preferred-address-types=InternalIP,Hostname \
-  --service-account-issuer="https://kubernetes.default.svc.$CLUSTER_DOMAIN" \
-  --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
-  --service-cluster-ip-range="$SERVICE_CIDR" --authorization-mode=Node,RBAC --allow-privileged=true \
+APISERVER_ARGS=(
+  --advertise-address="$NODE_IP" --secure-port="$APISERVER_PORT" --cert-dir="$STATE/apiserver"
+  --etcd-servers="http://127.0.0.1:$ETCD_CLIENT_PORT"
+  --client-ca-file="$PKI/ca.crt" --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key"
+  --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" --kubelet-client-key="$PKI/apiserver-kubelet-client.key"
+  --kubelet-preferred-address-types=InternalIP,Hostname
+  --service-account-issuer="https://kubernetes.default.svc.$CLUSTER_DOMAIN"
+  --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key"
+  --service-cluster-ip-range="$SERVICE_CIDR" --authorization-mode=Node,RBAC --allow-privileged=true
   --profiling=false
+  --requestheader-client-ca-file="$PKI/ca.crt" --requestheader-allowed-names=front-proxy-client
+  --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group
+  --requestheader-extra-headers-prefix=X-Remote-Extra-
+  --proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key")
+# A running kube-apiserver started with other flags (an older cluster-up) is restarted, so a second cluster-up
+# brings the node to what this script says.
+apiserver_args=$(printf '%s\n' "${APISERVER_ARGS[@]}" | sha256sum | cut -c1-16)
+if pid_alive kube-apiserver && [ "$(cat "$STATE/kube-apiserver.args" 2>/dev/null)" != "$apiserver_args" ]; then
+  log "kube-apiserver flags changed: restarting it"
+  pid=$(cat "$PIDS/kube-apiserver.pid")
+  kill "$pid"
+  for _ in $(seq 150); do alive "$pid" || break; sleep 0.1; done
+  if alive "$pid"; then kill -9 "$pid"; fi
+fi
+start kube-apiserver "$KUBE_BIN/kube-apiserver" "${APISERVER_ARGS[@]}"
+echo "$apiserver_args" >"$STATE/kube-apiserver.args"
 api_ready() {
   curl -sf --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
     "https://127.0.0.1:$APISERVER_PORT/readyz"
@@ -363,7 +390,7 @@ node_ready() {
 }
 wait_for "node $NODE_NAME Ready" 120 node_ready
 wait_for "CoreDNS" 60 curl -sf http://127.0.0.1:8181/ready
-for p in etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy coredns local-path-provisioner registry; do
+for p in etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy coredns local-path-provisioner registry registry-tls; do
   pid_alive "$p" || die "$p is not running (log: $LOGS/$p.log)"
 done
 log "cluster up in ${SECONDS}s: export KUBECONFIG=$KUBECONFIG_PATH (operator image: $(cat "$NODE_DIR/operator-image"))"

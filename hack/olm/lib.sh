@@ -1,0 +1,35 @@
+# Shared settings of the OLM harness; sourced by the scripts in hack/olm (after the node's lib.sh, whose paths,
+# registry and kubectl it uses). Everything it builds lives under bin/olm (binaries) and bin/node/olm (rendered
+# manifests, local bundles and catalog, image references).
+source "$(dirname "${BASH_SOURCE[0]}")/../node/lib.sh"
+OLM_HACK=$ROOT/hack/olm
+OLM_TOOLS=$ROOT/hack/tools/olm
+
+# Versions come from the wrapper modules (one place to change them).
+modver() { awk -v m="$2" '$1=="require" && $2==m {print $3} $1==m {print $2}' "$ROOT/hack/tools/$1/go.mod" | head -1; }
+OLM_VERSION=$(modver olm github.com/operator-framework/operator-lifecycle-manager)
+OPM_VERSION=$(modver opm github.com/operator-framework/operator-registry)
+HELM_VERSION=$(modver helm helm.sh/helm/v3)
+CRANE_VERSION=$(modver crane github.com/google/go-containerregistry)
+OPERATOR_SDK_VERSION=$(modver operator-sdk github.com/operator-framework/operator-sdk)
+
+OLM_BIN=$ROOT/bin/olm/$OLM_VERSION          # olm, catalog, package-server, copy-content, cpb, opm, grpc_health_probe
+HELM=$ROOT/bin/helm-$HELM_VERSION
+CRANE=$ROOT/bin/crane-$CRANE_VERSION
+OPM=$ROOT/bin/opm-$OPM_VERSION
+OPERATOR_SDK=$ROOT/bin/operator-sdk-$OPERATOR_SDK_VERSION
+OLM_WORK=$NODE_DIR/olm                      # rendered manifests, local bundles/catalog, images.env
+OLM_NAMESPACE=olm                           # OLM's own namespace and the global catalog namespace
+CATALOG_SOURCE=etcd-operator-catalog
+PACKAGE=etcd-operator
+
+# The TLS endpoint of the node's registry (hack/node/registry.sh), for `operator-sdk run bundle`: it reads the
+# index image over TLS only. Its CA is trusted per process through SSL_CERT_FILE=$REGISTRY_TLS_BUNDLE.
+REGISTRY_TLS=localhost:5443
+REGISTRY_TLS_DIR=$NODE_DIR/registry-tls
+REGISTRY_TLS_BUNDLE=$REGISTRY_TLS_DIR/ca-bundle.crt
+
+# The OLM module's source directory (deploy/chart, CRDs), from the module cache.
+olm_module_dir() {
+  (cd "$OLM_TOOLS" && GOWORK=off GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' github.com/operator-framework/operator-lifecycle-manager)
+}

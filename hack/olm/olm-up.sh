@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Installs OLM v0 on the running local node from images built from its pinned module (images.sh) and manifests
+# rendered from that module's chart (deploy/chart with deploy/upstream/values.yaml, as OLM's releases are made),
+# every image reference pointing at the node's registry. Then serves the local variant of catalog/ through a
+# CatalogSource in the olm namespace and waits until packageserver lists the package. Idempotent.
+source "$(dirname "$0")/lib.sh"
+VERSION=${VERSION:-0.2.0}
+[ -f "$KUBECONFIG_PATH" ] || die "no node: run make cluster-up"
+
+VERSION=$VERSION "$OLM_HACK/images.sh"
+source "$OLM_WORK/images.env"
+"$OLM_HACK/render.sh"
+
+log "installing OLM $OLM_VERSION"
+# Server-side apply: the CRDs are too large for the last-applied annotation.
+kc apply --server-side --force-conflicts --field-manager=olm-up -f "$OLM_WORK/manifests/crds" >/dev/null
+for crd in $(kc get -f "$OLM_WORK/manifests/crds" -o name); do
+  kc wait --for=condition=Established --timeout=60s "$crd" >/dev/null
+done
+kc apply --server-side --force-conflicts --field-manager=olm-up -f "$OLM_WORK/manifests/olm.yaml" >/dev/null
+kc -n "$OLM_NAMESPACE" rollout status deployment/olm-operator --timeout=180s >/dev/null
+kc -n "$OLM_NAMESPACE" rollout status deployment/catalog-operator --timeout=180s >/dev/null
+csv_phase() { kc -n "$OLM_NAMESPACE" get csv packageserver -o jsonpath='{.status.phase}' 2>/dev/null; }
+csv_succeeded() { [ "$(csv_phase)" = Succeeded ]; }
+wait_for "the packageserver CSV to succeed (kubectl -n olm describe csv packageserver)" 240 csv_succeeded
+kc wait --for=condition=Available --timeout=120s apiservice/v1.packages.operators.coreos.com >/dev/null
+log "OLM $OLM_VERSION running"
+
+# OLM's own pods must pass the restricted Pod Security Standard: the chart labels the namespace enforce=restricted;
+# a server-side dry run of that label lists any running pod that would violate it.
+warnings=$(kc label --dry-run=server --overwrite ns "$OLM_NAMESPACE" pod-security.kubernetes.io/enforce=restricted 2>&1 >/dev/null || true)
+[ -z "$warnings" ] || die "pods in $OLM_NAMESPACE violate the restricted Pod Security Standard: $warnings"
+[ "$(kc get ns "$OLM_NAMESPACE" -o jsonpath='{.metadata.labels.pod-security\.kubernetes\.io/enforce}')" = restricted ] ||
+  die "namespace $OLM_NAMESPACE is not labelled enforce=restricted"
+
+# `operator-sdk run bundle-upgrade` has no flag for its registry pod's decompression image (run bundle has
+# --decompression-image) and always uses operator-sdk's default, a public image. Name the node's busybox that way
+# in containerd's store: the kubelet does not pull a tagged image it has (IfNotPresent). Read from the pinned
+# operator-sdk module, so a version bump follows.
+sdk_dir=$(cd "$ROOT/hack/tools/operator-sdk" && GOWORK=off GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' github.com/operator-framework/operator-sdk)
+init_image=$(sed -n 's/^[[:space:]]*DefaultInitImage = "\(.*\)"$/\1/p' "$sdk_dir/internal/olm/fbcutil/util.go")
+[ -n "$init_image" ] || die "cannot find operator-sdk's DefaultInitImage"
+ctr_k8s() { ctr --address "$CONTAINERD_SOCK" -n k8s.io "$@"; }
+ctr_k8s images pull --plain-http "$BUSYBOX_IMAGE" >/dev/null
+ctr_k8s images tag --force "$BUSYBOX_IMAGE" "$init_image" >/dev/null
+log "containerd: $init_image is $BUSYBOX_IMAGE (operator-sdk bundle-upgrade's decompression image)"
+
+log "serving the catalog $CATALOG_IMAGE"
+kc apply --server-side --force-conflicts --field-manager=olm-up -f - >/dev/null <<YAML
+apiVersion: operators.coreos.com/v1alpha1
+kind: CatalogSource
+metadata:
+  name: $CATALOG_SOURCE
+  namespace: $OLM_NAMESPACE
+spec:
+  sourceType: grpc
+  image: $CATALOG_IMAGE
+  displayName: etcd-operator (local node)
+  publisher: seedops
+  grpcPodConfig:
+    securityContextConfig: restricted
+YAML
+cs_state() { kc -n "$OLM_NAMESPACE" get catalogsource "$CATALOG_SOURCE" -o jsonpath='{.status.connectionState.lastObservedState}' 2>/dev/null; }
+cs_ready() { [ "$(cs_state)" = READY ]; }
+wait_for "CatalogSource $CATALOG_SOURCE to be READY" 180 cs_ready
+pkg_listed() {
+  [ "$(kc -n "$OLM_NAMESPACE" get packagemanifest "$PACKAGE" -o jsonpath='{.status.catalogSource}' 2>/dev/null)" = "$CATALOG_SOURCE" ]
+}
+wait_for "packageserver to list $PACKAGE" 120 pkg_listed
+log "OLM ready: packagemanifest $PACKAGE from $CATALOG_SOURCE ($(kc -n "$OLM_NAMESPACE" get packagemanifest "$PACKAGE" \
+  -o jsonpath='{range .status.channels[*]}{.name}={.currentCSV} {end}'))"

@@ -1,0 +1,128 @@
+//go:build olm
+
+package olm
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+)
+
+// OLM v1's API is used unstructured: its Go module is a tool of the harness (hack/tools/olmv1), not a dependency of
+// the operator.
+var clusterExtensionGVK = schema.GroupVersionKind{Group: "olm.operatorframework.io", Version: "v1", Kind: "ClusterExtension"}
+
+var _ = Describe("OLM v1: a ClusterExtension from a ClusterCatalog", Ordered, Label("olmv1"), func() {
+	var ns string
+	ext := &unstructured.Unstructured{}
+
+	BeforeAll(func() {
+		// OLM v1 never adopts objects it did not create: the EtcdCluster CRD (left by OLM v0 or `make deploy`) has
+		// to go first. Only when no EtcdCluster exists anywhere, since deleting the CRD deletes them all; it is put
+		// back (from bundle/) afterwards, as the other installs on the node expect it.
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		crdKey := client.ObjectKey{Name: "etcdclusters.etcd.seedops.io"}
+		if err := k8s.Get(ctx, crdKey, crd); err == nil {
+			all := &etcdv1alpha1.EtcdClusterList{}
+			Expect(k8s.List(ctx, all)).To(Succeed())
+			Expect(all.Items).To(BeEmpty(), "EtcdClusters exist on the node: OLM v1 cannot take over their CRD")
+			Expect(k8s.Delete(ctx, crd)).To(Succeed())
+			expectGone(&apiextensionsv1.CustomResourceDefinition{}, "", crdKey.Name, 2*time.Minute)
+			DeferCleanup(func() {
+				// Uninstalling the ClusterExtension deletes the CRD it installed: let that finish first.
+				Eventually(func() bool {
+					cur := &apiextensionsv1.CustomResourceDefinition{}
+					err := k8s.Get(context.Background(), crdKey, cur)
+					return apierrors.IsNotFound(err) || (err == nil && cur.DeletionTimestamp == nil)
+				}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(BeTrue())
+				out, err := run(kubectl, nil, "apply", "--server-side", "--force-conflicts", "-f",
+					"../../bundle/manifests/etcd.seedops.io_etcdclusters.yaml")
+				Expect(err).NotTo(HaveOccurred(), out)
+			})
+		} else {
+			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+		}
+		ns = newNamespace("olmv1", true)
+		// OLM v1 installs with a service account the cluster admin provides; this one may do anything (the bundle
+		// has cluster-scoped objects: the CRD and ClusterRoles).
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd-operator-installer"}}
+		Expect(k8s.Create(ctx, sa)).To(Succeed())
+		crb := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: ns + "-installer"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: sa.Name}},
+		}
+		Expect(k8s.Create(ctx, crb)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(context.Background(), crb))).To(Succeed()) })
+	})
+
+	It("installs the current bundle", func() {
+		start := time.Now()
+		ext.SetGroupVersionKind(clusterExtensionGVK)
+		ext.SetName(packageName)
+		Expect(unstructured.SetNestedMap(ext.Object, map[string]any{
+			"namespace":      ns,
+			"serviceAccount": map[string]any{"name": "etcd-operator-installer"},
+			"source": map[string]any{
+				"sourceType": "Catalog",
+				"catalog": map[string]any{
+					"packageName": packageName,
+					"version":     currentVersion,
+					"selector": map[string]any{"matchLabels": map[string]any{
+						"olm.operatorframework.io/metadata.name": catalogSource}},
+				},
+			},
+		}, "spec")).To(Succeed())
+		Expect(k8s.Create(ctx, ext)).To(Succeed())
+		DeferCleanup(func() {
+			Expect(client.IgnoreNotFound(k8s.Delete(context.Background(), ext))).To(Succeed())
+		})
+		Eventually(func(g Gomega) {
+			cur := &unstructured.Unstructured{}
+			cur.SetGroupVersionKind(clusterExtensionGVK)
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: packageName}, cur)).To(Succeed())
+			conds, _, _ := unstructured.NestedSlice(cur.Object, "status", "conditions")
+			var cs []metav1.Condition
+			for _, c := range conds {
+				m := c.(map[string]any)
+				cs = append(cs, metav1.Condition{Type: m["type"].(string), Status: metav1.ConditionStatus(m["status"].(string)),
+					Message: m["message"].(string)})
+			}
+			installed := meta.FindStatusCondition(cs, "Installed")
+			g.Expect(installed).NotTo(BeNil())
+			g.Expect(installed.Status).To(Equal(metav1.ConditionTrue), installed.Message)
+			bundle, _, _ := unstructured.NestedString(cur.Object, "status", "install", "bundle", "name")
+			g.Expect(bundle).To(Equal(csvName(currentVersion)))
+		}).WithTimeout(5 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		report("ClusterExtension Installed", time.Since(start))
+	})
+
+	It("runs the operator, watching every namespace", func() {
+		pod := operatorPod(ns, image("OPERATOR", currentVersion), 3*time.Minute)
+		c := newCluster(newNamespace("olmv1-any", true), "olmv1", 1)
+		waitAvailable(c, 4*time.Minute)
+		expectNoOperatorErrors(pod)
+	})
+
+	It("removes the operator when the ClusterExtension is deleted", func() {
+		Expect(k8s.Delete(ctx, ext)).To(Succeed())
+		Eventually(func(g Gomega) {
+			pods := &corev1.PodList{}
+			g.Expect(k8s.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+			g.Expect(pods.Items).To(BeEmpty())
+		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	})
+})

@@ -1,0 +1,153 @@
+//go:build olm
+
+package olm
+
+import (
+	"slices"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+)
+
+// podState is what would change if an etcd pod were recreated or restarted.
+type podState struct {
+	uid      string
+	revision string
+	restarts int32
+}
+
+func memberPods(c *etcdv1alpha1.EtcdCluster) map[string]podState {
+	pods := &corev1.PodList{}
+	ExpectWithOffset(1, k8s.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels{
+		"app.kubernetes.io/instance": c.Name, "app.kubernetes.io/component": "member"})).To(Succeed())
+	out := map[string]podState{}
+	for _, p := range pods.Items {
+		s := podState{uid: string(p.UID), revision: p.Labels["controller-revision-hash"]}
+		for _, st := range p.Status.ContainerStatuses {
+			s.restarts += st.RestartCount
+		}
+		out[p.Name] = s
+	}
+	return out
+}
+
+// pendingInstallPlan waits for the Subscription to point at an unapproved InstallPlan that installs csv.
+func pendingInstallPlan(sub *operatorsv1alpha1.Subscription, csv string) *operatorsv1alpha1.InstallPlan {
+	ip := &operatorsv1alpha1.InstallPlan{}
+	EventuallyWithOffset(1, func(g Gomega) {
+		cur := &operatorsv1alpha1.Subscription{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(sub), cur)).To(Succeed())
+		g.Expect(cur.Status.InstallPlanRef).NotTo(BeNil())
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: sub.Namespace, Name: cur.Status.InstallPlanRef.Name}, ip)).To(Succeed())
+		g.Expect(ip.Spec.ClusterServiceVersionNames).To(ContainElement(csv))
+		g.Expect(ip.Spec.Approval).To(Equal(operatorsv1alpha1.ApprovalManual))
+		g.Expect(ip.Spec.Approved).To(BeFalse())
+		g.Expect(ip.Status.Phase).To(Equal(operatorsv1alpha1.InstallPlanPhaseRequiresApproval))
+	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	return ip
+}
+
+func approve(ip *operatorsv1alpha1.InstallPlan) {
+	patch := client.MergeFrom(ip.DeepCopy())
+	ip.Spec.Approved = true
+	ExpectWithOffset(1, k8s.Patch(ctx, ip, patch)).To(Succeed())
+}
+
+var _ = Describe("Upgrade through OLM with manual approval", Ordered, Label("upgrade"), func() {
+	var (
+		ns     string
+		sub    *operatorsv1alpha1.Subscription
+		c      *etcdv1alpha1.EtcdCluster
+		w      *writer
+		before map[string]podState
+	)
+	previousCSV, currentCSV := csvName(previousVersion), csvName(currentVersion)
+
+	BeforeAll(func() {
+		ns = newNamespace("upgrade", true)
+		sub = install(ns, []string{ns}, previousCSV, operatorsv1alpha1.ApprovalManual)
+	})
+
+	It("installs the previous release once its InstallPlan is approved", func() {
+		approve(pendingInstallPlan(sub, previousCSV))
+		waitCSV(ns, previousCSV, 4*time.Minute)
+		operatorPod(ns, image("OPERATOR", previousVersion), 3*time.Minute)
+	})
+
+	It("runs a 3-member EtcdCluster that takes writes", func() {
+		c = newCluster(ns, "upgrade", 3)
+		waitAvailable(c, 5*time.Minute)
+		w = startWriter(c, "upgrade")
+		w.waitProgress(50, time.Minute)
+		before = memberPods(c)
+		Expect(before).To(HaveLen(3))
+		// The backup CronJob runs the operator's own image (OPERATOR_IMAGE): which operator reconciled last.
+		Eventually(func(g Gomega) {
+			cj := &batchv1.CronJob{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Name + "-backup"}, cj)).To(Succeed())
+			g.Expect(cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Image).To(Equal(image("OPERATOR", previousVersion)))
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+	})
+
+	It("offers the current release in an InstallPlan that waits for approval", func() {
+		ip := pendingInstallPlan(sub, currentCSV)
+		Expect(ip.Spec.ClusterServiceVersionNames).NotTo(ContainElement(previousCSV))
+		cur := &operatorsv1alpha1.Subscription{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(sub), cur)).To(Succeed())
+		Expect(cur.Status.State).To(BeEquivalentTo(operatorsv1alpha1.SubscriptionStateUpgradePending))
+		Expect(cur.Status.InstalledCSV).To(Equal(previousCSV))
+		// Nothing moves before the approval.
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: currentCSV}, &operatorsv1alpha1.ClusterServiceVersion{})).
+			NotTo(Succeed())
+		approve(ip)
+	})
+
+	It("replaces the previous CSV with the current one", func() {
+		start := time.Now()
+		csv := waitCSV(ns, currentCSV, 5*time.Minute)
+		Expect(csv.Spec.Replaces).To(Equal(previousCSV))
+		expectGone(&operatorsv1alpha1.ClusterServiceVersion{}, ns, previousCSV, 3*time.Minute)
+		operatorPod(ns, image("OPERATOR", currentVersion), 3*time.Minute)
+		Eventually(func(g Gomega) {
+			cur := &operatorsv1alpha1.Subscription{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(sub), cur)).To(Succeed())
+			g.Expect(cur.Status.InstalledCSV).To(Equal(currentCSV))
+			g.Expect(cur.Status.State).To(BeEquivalentTo(operatorsv1alpha1.SubscriptionStateAtLatest))
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		report("upgrade (approval to new operator running)", time.Since(start))
+	})
+
+	It("lets the new operator take over the cluster, which stays Available and writable", func() {
+		Eventually(func(g Gomega) {
+			cj := &batchv1.CronJob{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Name + "-backup"}, cj)).To(Succeed())
+			g.Expect(cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Image).To(Equal(image("OPERATOR", currentVersion)))
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		waitAvailable(c, 2*time.Minute)
+		w.waitProgress(50, time.Minute)
+	})
+
+	It("keeps every acknowledged key", func() {
+		w.stopAndVerify(c)
+	})
+
+	It("did not restart or recreate etcd pods (0.1.0 and 0.2.0 build the same member pods)", func() {
+		Expect(memberPods(c)).To(Equal(before))
+		sts := &appsv1.StatefulSet{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Name}, sts)).To(Succeed())
+		Expect(sts.Status.UpdateRevision).To(Equal(sts.Status.CurrentRevision))
+		revs := []string{}
+		for _, s := range before {
+			revs = append(revs, s.revision)
+		}
+		Expect(slices.Compact(revs)).To(Equal([]string{sts.Status.CurrentRevision}))
+	})
+})
