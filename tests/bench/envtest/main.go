@@ -18,11 +18,13 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -110,10 +112,13 @@ func main() {
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fatal(err)
 	}
+	// Interrupted, the run unwinds so envtest's API server and etcd and the operator are stopped.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	var results []Result
 	for i := range *runs {
 		fmt.Printf("run %d/%d: %d clusters, %d unrelated objects\n", i+1, *runs, *clusters, *unrelated)
-		r, err := run(i, *clusters, *unrelated, *namespaces, *rest, *out, *crds)
+		r, err := run(ctx, i, *clusters, *unrelated, *namespaces, *rest, *out, *crds)
 		if err != nil {
 			fatal(err)
 		}
@@ -131,12 +136,12 @@ func fatal(err error) {
 	os.Exit(1)
 }
 
-func run(idx, nClusters, nUnrelated, nNS int, rest time.Duration, out, crds string) (res Result, err error) {
+func run(ctx context.Context, idx, nClusters, nUnrelated, nNS int, rest time.Duration, out, crds string) (res Result, err error) {
 	res = Result{Clusters: nClusters, Unrelated: nUnrelated, Namespaces: nNS, RestSeconds: rest.Seconds()}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 
 	env := &envtest.Environment{CRDDirectoryPaths: []string{crds}, ErrorIfCRDPathMissing: true}
+	// envtest's default service range (/24) holds ~250 cluster IPs; every cluster has a client Service.
+	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.0.0.0/16")
 	cfg, err := env.Start()
 	if err != nil {
 		return res, fmt.Errorf("envtest (KUBEBUILDER_ASSETS?): %w", err)
@@ -229,7 +234,11 @@ func run(idx, nClusters, nUnrelated, nNS int, rest time.Duration, out, crds stri
 	if err := op.get("/reset"); err != nil {
 		return res, err
 	}
-	time.Sleep(rest) // the measurement window itself
+	select { // the measurement window itself
+	case <-time.After(rest):
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
 	s, err := op.stats()
 	if err != nil {
 		return res, err
@@ -323,17 +332,22 @@ func parallel(n int, f func(int) error) error {
 	var wg sync.WaitGroup
 	var once sync.Once
 	var first error
+	var failed atomic.Bool
 	next := make(chan int)
 	for range 32 {
 		wg.Go(func() {
 			for i := range next {
 				if err := f(i); err != nil {
 					once.Do(func() { first = err })
+					failed.Store(true)
 				}
 			}
 		})
 	}
 	for i := range n {
+		if failed.Load() {
+			break // stop feeding; workers drain
+		}
 		next <- i
 	}
 	close(next)
