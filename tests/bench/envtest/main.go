@@ -70,6 +70,7 @@ type Result struct {
 	ReconcilesPerSecond float64  `json:"reconcilesPerSecond"` // reconciles / settledSeconds
 	WritesBurst         int64    `json:"writesBurst"`
 	WritesAtRest        int64    `json:"writesAtRest"` // in RestSeconds without any change
+	RestWriteLog        []string `json:"restWriteLog,omitempty"`
 	RestSeconds         float64  `json:"restSeconds"`
 	SteadyReconciles    float64  `json:"steadyReconciles"` // one per cluster, triggered by an annotation
 	SteadyWrites        int64    `json:"steadyWrites"`
@@ -243,7 +244,7 @@ func run(ctx context.Context, idx, nClusters, nUnrelated, nNS int, rest time.Dur
 	if err != nil {
 		return res, err
 	}
-	res.WritesAtRest = s.Writes
+	res.WritesAtRest, res.RestWriteLog = s.Writes, s.WriteLog
 
 	// Steady state: one reconcile per cluster with nothing to change (an annotation triggers it).
 	if err := op.get("/reset"); err != nil {
