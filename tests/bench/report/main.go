@@ -93,6 +93,7 @@ func main() {
 	in := flag.String("in", "bin/bench", "directory with envtest/results.json, node/*.json, go-bench.txt")
 	mdPath := flag.String("md", "docs/benchmarks.md", "Markdown report")
 	pngPath := flag.String("png", "docs/benchmarks.png", "PNG chart")
+	notes := flag.String("notes", "tests/bench/notes.md", "hand-written analysis appended to the report (profiles, bounds)")
 	flag.Parse()
 
 	var md strings.Builder
@@ -243,6 +244,9 @@ func main() {
 		w("| %s | %s | %s |\n", strings.ToLower(t.name), t.measured, met)
 	}
 	w("\n")
+	if b, err := os.ReadFile(*notes); err == nil {
+		md.Write(b)
+	}
 
 	if err := os.MkdirAll(filepath.Dir(*mdPath), 0o755); err != nil {
 		fatal(err)
