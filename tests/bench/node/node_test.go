@@ -82,31 +82,53 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// onlyOurOperator refuses to measure while another etcd operator (e.g. installed through OLM by someone
-// else) could reconcile the same clusters.
+// onlyOurOperator refuses to measure while another etcd operator watching all namespaces (e.g. installed
+// through OLM by someone else) could reconcile the same clusters, and waits until ours, from `make deploy`,
+// runs the expected image (BENCH_OPERATOR_IMAGE).
 func onlyOurOperator() error {
 	ctx := context.Background()
 	deps := &appsv1.DeploymentList{}
 	if err := k8s.List(ctx, deps); err != nil {
 		return err
 	}
-	found := false
 	for _, d := range deps.Items {
+		if d.Namespace == operatorNS && d.Name == operatorName {
+			continue
+		}
 		for _, c := range d.Spec.Template.Spec.Containers {
-			if c.Image == "" || !strings.Contains(c.Image, "etcd-operator") {
-				continue
-			}
-			if d.Namespace == operatorNS && d.Name == operatorName {
-				found = true
-			} else if d.Status.Replicas > 0 {
-				return fmt.Errorf("another etcd operator runs (%s/%s); try later", d.Namespace, d.Name)
+			if strings.Contains(c.Image, "etcd-operator") && d.Status.Replicas > 0 && watchesAll(&d, &c) {
+				return fmt.Errorf("another etcd operator watching all namespaces runs (%s/%s); try later", d.Namespace, d.Name)
 			}
 		}
 	}
-	if !found {
-		return fmt.Errorf("operator %s/%s not deployed (make deploy)", operatorNS, operatorName)
+	want := os.Getenv("BENCH_OPERATOR_IMAGE")
+	return waitFor(ctx, &appsv1.DeploymentList{}, []client.ListOption{client.InNamespace(operatorNS)}, 3*time.Minute, func() (bool, error) {
+		d := &appsv1.Deployment{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: operatorName}, d); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return d.Status.ObservedGeneration == d.Generation && d.Spec.Replicas != nil &&
+			d.Status.UpdatedReplicas == *d.Spec.Replicas && d.Status.AvailableReplicas == *d.Spec.Replicas &&
+			d.Status.Replicas == *d.Spec.Replicas &&
+			(want == "" || d.Spec.Template.Spec.Containers[0].Image == want), nil
+	})
+}
+
+// watchesAll reads WATCH_NAMESPACE as the operator would: a value, or OLM's olm.targetNamespaces
+// annotation; empty means all namespaces.
+func watchesAll(d *appsv1.Deployment, c *corev1.Container) bool {
+	for _, e := range c.Env {
+		if e.Name != "WATCH_NAMESPACE" {
+			continue
+		}
+		if e.Value != "" {
+			return false
+		}
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && strings.Contains(e.ValueFrom.FieldRef.FieldPath, "olm.targetNamespaces") {
+			return d.Spec.Template.Annotations["olm.targetNamespaces"] == ""
+		}
 	}
-	return nil
+	return true
 }
 
 // record appends one sample to $BENCH_OUT/<scenario>.json.
