@@ -290,7 +290,7 @@ func goBench(path string) []string {
 // writeChart draws one bar per target: measured / limit, with the limit at 1.0 (writes at rest, whose
 // limit is 0, show as a full bar when not met and an empty one when met).
 func writeChart(path string, targets []target) error {
-	const scale, rowH, left, barW = 3, 36, 300, 520
+	const scale, rowH, left, barW = 3, 36, 360, 520
 	h := 60 + rowH*len(targets)
 	img := image.NewRGBA(image.Rect(0, 0, left+barW+120, h))
 	fill(img, img.Bounds(), color.RGBA{255, 255, 255, 255})
