@@ -314,6 +314,9 @@ func writeChart(path string, targets []target) error {
 		wdt := int(min(r, maxRatio) / maxRatio * barW)
 		fill(img, image.Rect(left, y, left+max(wdt, 2), y+rowH-10), c)
 		label := fmt.Sprintf("%.2f", r)
+		if t.limit == 0 {
+			label = fmt.Sprintf("%.0f (ABSOLUTE)", t.value)
+		}
 		if !t.known {
 			label = "N/A"
 		}
