@@ -280,7 +280,7 @@ func goBench(path string) []string {
 	var out []string
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if l := sc.Text(); strings.HasPrefix(l, "Benchmark") || strings.HasPrefix(l, "snapshot ") {
+		if l := sc.Text(); strings.HasPrefix(l, "Benchmark") || strings.HasPrefix(l, "snapshot ") || strings.HasPrefix(l, "load:") {
 			out = append(out, l)
 		}
 	}
