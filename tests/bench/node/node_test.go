@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -155,23 +156,27 @@ func record(t *testing.T, scenario string, sample map[string]float64) {
 	}
 }
 
-// newNamespace creates a namespace and, at cleanup, deletes it and waits until it is gone, so one trial's
-// teardown does not load the next.
-func newNamespace(t *testing.T, prefix string) string {
+// newNamespace creates a namespace and returns a func that deletes it and waits until it is gone, so a
+// trial's objects never load the next trial; call it when the trial ends (t.Cleanup is the fallback).
+func newNamespace(t *testing.T, prefix string) (string, func()) {
 	t.Helper()
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-" + prefix + "-"}}
 	if err := k8s.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = k8s.Delete(ctx, ns)
-		_ = waitFor(ctx, &corev1.NamespaceList{}, nil, 5*time.Minute, func() (bool, error) {
-			err := k8s.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})
-			return client.IgnoreNotFound(err) == nil && err != nil, nil
+	var once sync.Once
+	done := func() {
+		once.Do(func() {
+			_ = k8s.Delete(ctx, ns)
+			_ = waitFor(ctx, &corev1.NamespaceList{}, nil, 5*time.Minute, func() (bool, error) {
+				err := k8s.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})
+				return err != nil && client.IgnoreNotFound(err) == nil, nil
+			})
 		})
-	})
-	return ns.Name
+	}
+	t.Cleanup(done)
+	return ns.Name, done
 }
 
 // waitFor evaluates cond now and after every watch event on list's kind (in the given namespace, or all
@@ -354,7 +359,8 @@ func secs(d time.Duration) float64 { return d.Seconds() }
 // barePodStart is the time from applying a bare 1-member StatefulSet (new volume) to its pod Ready: one
 // member's start, the unit of a scale step.
 func barePodStart(t *testing.T) float64 {
-	ns := newNamespace(t, "pod")
+	ns, done := newNamespace(t, "pod")
+	defer done()
 	start := time.Now()
 	applyBare(t, ns, "bare", 1)
 	waitPodsReady(t, ns, "bare", 1, nil, 5*time.Minute)

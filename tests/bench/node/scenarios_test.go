@@ -23,14 +23,16 @@ func TestAvailable(t *testing.T) {
 		for _, n := range []int32{1, 3, 5} {
 			var bare, op float64
 			measureBare := func() {
-				ns := newNamespace(t, "bare")
+				ns, done := newNamespace(t, "bare")
+				defer done()
 				start := time.Now()
 				applyBare(t, ns, "bare", n)
 				waitPodsReady(t, ns, "bare", int(n), nil, 5*time.Minute)
 				bare = secs(time.Since(start))
 			}
 			measureOp := func() {
-				ns := newNamespace(t, "op")
+				ns, done := newNamespace(t, "op")
+				defer done()
 				c := cluster(ns, "op", etcdVersion, n)
 				start := time.Now()
 				if err := k8s.Create(context.Background(), c); err != nil {
@@ -56,7 +58,7 @@ func TestAvailable(t *testing.T) {
 func TestScale(t *testing.T) {
 	for range runs {
 		pod := barePodStart(t)
-		ns := newNamespace(t, "scale")
+		ns, done := newNamespace(t, "scale")
 		c := cluster(ns, "op", etcdVersion, 3)
 		if err := k8s.Create(context.Background(), c); err != nil {
 			t.Fatal(err)
@@ -64,6 +66,7 @@ func TestScale(t *testing.T) {
 		waitAvailable(t, c, "", 5*time.Minute)
 		up := scaleTo(t, c, 5)
 		down := scaleTo(t, c, 3)
+		done()
 		record(t, "scale", map[string]float64{"podStart": pod, "up": up, "upStep": up / 2, "down": down, "downStep": down / 2,
 			"upRatio": up / 2 / pod, "downRatio": down / 2 / pod})
 	}
@@ -87,12 +90,13 @@ func patchSpec(t *testing.T, c *etcdv1alpha1.EtcdCluster, patch string) {
 // with every member ready and the lost one replaced; next to a bare member pod's restart.
 func TestHeal(t *testing.T) {
 	for range runs {
-		bareNS := newNamespace(t, "bare")
+		bareNS, bareDone := newNamespace(t, "bare")
 		applyBare(t, bareNS, "bare", 3)
 		waitPodsReady(t, bareNS, "bare", 3, nil, 5*time.Minute)
 		restart := barePodRestart(t, bareNS, "bare", 3)
+		bareDone()
 
-		ns := newNamespace(t, "heal")
+		ns, done := newNamespace(t, "heal")
 		c := cluster(ns, "op", etcdVersion, 3)
 		if err := k8s.Create(context.Background(), c); err != nil {
 			t.Fatal(err)
@@ -100,6 +104,7 @@ func TestHeal(t *testing.T) {
 		waitAvailable(t, c, "", 5*time.Minute)
 		podLost := loseMember(t, c, false)
 		volumeLost := loseMember(t, c, true)
+		done()
 		record(t, "heal", map[string]float64{"barePodRestart": restart, "podDeleted": podLost, "podAndPVCDeleted": volumeLost})
 	}
 }
@@ -132,12 +137,13 @@ func loseMember(t *testing.T, c *etcdv1alpha1.EtcdCluster, volume bool) float64 
 // restart in the same run.
 func TestUpgrade(t *testing.T) {
 	for range runs {
-		bareNS := newNamespace(t, "bare")
+		bareNS, bareDone := newNamespace(t, "bare")
 		applyBare(t, bareNS, "bare", 3)
 		waitPodsReady(t, bareNS, "bare", 3, nil, 5*time.Minute)
 		restart := barePodRestart(t, bareNS, "bare", 3)
+		bareDone()
 
-		ns := newNamespace(t, "upgrade")
+		ns, done := newNamespace(t, "upgrade")
 		c := cluster(ns, "op", upgradeFrom, 3)
 		if err := k8s.Create(context.Background(), c); err != nil {
 			t.Fatal(err)
@@ -147,6 +153,7 @@ func TestUpgrade(t *testing.T) {
 		patchSpec(t, c, fmt.Sprintf(`{"spec":{"version":%q}}`, etcdVersion))
 		waitAvailable(t, c, etcdRepo+":v"+etcdVersion, 15*time.Minute)
 		total := secs(time.Since(start))
+		done()
 		record(t, "upgrade", map[string]float64{"barePodRestart": restart, "total": total, "perMember": total / 3, "ratio": total / 3 / restart})
 	}
 }
