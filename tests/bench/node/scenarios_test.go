@@ -1,0 +1,159 @@
+//go:build bench
+
+package node
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+)
+
+// TestAvailable: time to Available for 1, 3 and 5 members, each next to the bare StatefulSet of the same
+// size in the same run (alternating which goes first, so drift in the node's load hits both).
+func TestAvailable(t *testing.T) {
+	for run := range runs {
+		for _, n := range []int32{1, 3, 5} {
+			var bare, op float64
+			measureBare := func() {
+				ns, done := newNamespace(t, "bare")
+				defer done()
+				start := time.Now()
+				applyBare(t, ns, "bare", n)
+				waitPodsReady(t, ns, "bare", int(n), nil, 5*time.Minute)
+				bare = secs(time.Since(start))
+			}
+			measureOp := func() {
+				ns, done := newNamespace(t, "op")
+				defer done()
+				c := cluster(ns, "op", etcdVersion, n)
+				start := time.Now()
+				if err := k8s.Create(context.Background(), c); err != nil {
+					t.Fatal(err)
+				}
+				waitAvailable(t, c, "", 5*time.Minute)
+				op = secs(time.Since(start))
+			}
+			if run%2 == 0 {
+				measureBare()
+				measureOp()
+			} else {
+				measureOp()
+				measureBare()
+			}
+			record(t, "available", map[string]float64{"members": float64(n), "operator": op, "bare": bare, "ratio": op / bare})
+		}
+	}
+}
+
+// TestScale: 3→5 and 5→3, time per member step, next to one member's start (bare 1-member StatefulSet,
+// new volume) in the same run.
+func TestScale(t *testing.T) {
+	for range runs {
+		pod := barePodStart(t)
+		ns, done := newNamespace(t, "scale")
+		c := cluster(ns, "op", etcdVersion, 3)
+		if err := k8s.Create(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+		waitAvailable(t, c, "", 5*time.Minute)
+		up := scaleTo(t, c, 5)
+		down := scaleTo(t, c, 3)
+		done()
+		record(t, "scale", map[string]float64{"podStart": pod, "up": up, "upStep": up / 2, "down": down, "downStep": down / 2,
+			"upRatio": up / 2 / pod, "downRatio": down / 2 / pod})
+	}
+}
+
+func scaleTo(t *testing.T, c *etcdv1alpha1.EtcdCluster, n int32) float64 {
+	start := time.Now()
+	patchSpec(t, c, fmt.Sprintf(`{"spec":{"replicas":%d}}`, n))
+	waitAvailable(t, c, "", 10*time.Minute)
+	return secs(time.Since(start))
+}
+
+func patchSpec(t *testing.T, c *etcdv1alpha1.EtcdCluster, patch string) {
+	t.Helper()
+	if err := k8s.Patch(context.Background(), c, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHeal: a member's pod deleted; a member's pod and volume claim deleted. Time until Available again
+// with every member ready and the lost one replaced; next to a bare member pod's restart.
+func TestHeal(t *testing.T) {
+	for range runs {
+		bareNS, bareDone := newNamespace(t, "bare")
+		applyBare(t, bareNS, "bare", 3)
+		waitPodsReady(t, bareNS, "bare", 3, nil, 5*time.Minute)
+		restart := barePodRestart(t, bareNS, "bare", 3)
+		bareDone()
+
+		ns, done := newNamespace(t, "heal")
+		c := cluster(ns, "op", etcdVersion, 3)
+		if err := k8s.Create(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+		waitAvailable(t, c, "", 5*time.Minute)
+		podLost := loseMember(t, c, false)
+		volumeLost := loseMember(t, c, true)
+		done()
+		record(t, "heal", map[string]float64{"barePodRestart": restart, "podDeleted": podLost, "podAndPVCDeleted": volumeLost})
+	}
+}
+
+// loseMember deletes member 1's pod (and, with volume, its claim first: the claim goes once the pod
+// does), and times until the cluster is Available with a new member-1 pod.
+func loseMember(t *testing.T, c *etcdv1alpha1.EtcdCluster, volume bool) float64 {
+	ctx := context.Background()
+	victim := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name + "-1"}}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(victim), victim); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if volume {
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: "data-" + victim.Name}}
+		if err := k8s.Delete(ctx, pvc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := k8s.Delete(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+	exclude := map[types.UID]bool{victim.UID: true}
+	waitPodsReady(t, c.Namespace, c.Name, 3, exclude, 10*time.Minute)
+	waitAvailable(t, c, "", 10*time.Minute)
+	return secs(time.Since(start))
+}
+
+// TestUpgrade: a rolling version change of 3 members, time per member, next to a bare member pod's
+// restart in the same run.
+func TestUpgrade(t *testing.T) {
+	for range runs {
+		bareNS, bareDone := newNamespace(t, "bare")
+		applyBare(t, bareNS, "bare", 3)
+		waitPodsReady(t, bareNS, "bare", 3, nil, 5*time.Minute)
+		restart := barePodRestart(t, bareNS, "bare", 3)
+		bareDone()
+
+		ns, done := newNamespace(t, "upgrade")
+		c := cluster(ns, "op", upgradeFrom, 3)
+		if err := k8s.Create(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+		waitAvailable(t, c, "", 5*time.Minute)
+		start := time.Now()
+		patchSpec(t, c, fmt.Sprintf(`{"spec":{"version":%q}}`, etcdVersion))
+		waitAvailable(t, c, etcdRepo+":v"+etcdVersion, 15*time.Minute)
+		total := secs(time.Since(start))
+		done()
+		record(t, "upgrade", map[string]float64{"barePodRestart": restart, "total": total, "perMember": total / 3, "ratio": total / 3 / restart})
+	}
+}
