@@ -292,7 +292,7 @@ func goBench(path string) []string {
 func writeChart(path string, targets []target) error {
 	const scale, rowH, left, barW = 3, 36, 360, 520
 	h := 60 + rowH*len(targets)
-	img := image.NewRGBA(image.Rect(0, 0, left+barW+120, h))
+	img := image.NewRGBA(image.Rect(0, 0, left+barW+200, h))
 	fill(img, img.Bounds(), color.RGBA{255, 255, 255, 255})
 	text(img, 10, 12, "MEASURED / TARGET (1.0 = TARGET, SHORTER IS BETTER)", scale, color.RGBA{0, 0, 0, 255})
 	const maxRatio = 2.0
