@@ -71,9 +71,12 @@ test: manifests generate fmt vet envtest etcd minio ## Unit, golden-file, real-e
 	$(MAKE) bundle-validate
 
 .PHONY: bench
-bench: etcd ## Benchmarks against real etcd: add+promote one learner, remove one member; back up and restore a ~1 GiB database (BENCH_DB_MIB).
-	ETCD_BIN_DIR="$(ETCD_BIN)" go test -run '^$$' -bench . -benchtime 3x ./internal/membership/
-	ETCD_BIN_DIR="$(ETCD_BIN)" go test -run '^$$' -bench BackupRestore -benchtime 1x -timeout 30m ./internal/backup/
+bench: etcd ## Benchmarks (not tests): Go benchmarks against real etcd, the envtest scale run, then the report; `make bench-node` adds the node figures (~40 min).
+	mkdir -p $(BENCH_DIR)
+	{ ETCD_BIN_DIR="$(ETCD_BIN)" go test -run '^$$' -bench . -benchtime 3x ./internal/membership/ && \
+	  ETCD_BIN_DIR="$(ETCD_BIN)" go test -run '^$$' -bench BackupRestore -benchtime 1x -timeout 30m ./internal/backup/ && \
+	  echo "load: $$(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min)"; } | tee $(BENCH_DIR)/go-bench.txt
+	$(MAKE) --no-print-directory bench-envtest bench-report
 
 .PHONY: update-golden
 update-golden: ## Rewrite golden files from the builders.
