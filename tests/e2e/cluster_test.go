@@ -186,7 +186,8 @@ var _ = Describe("A 3-member EtcdCluster", Ordered, func() {
 		Eventually(func() []corev1.Pod { return memberPods(c) }).WithTimeout(2 * time.Minute).Should(BeEmpty())
 		pvcs := &corev1.PersistentVolumeClaimList{}
 		Expect(k8s.List(ctx, pvcs, client.InNamespace(ns))).To(Succeed())
-		Expect(pvcs.Items).To(HaveLen(3), "the default policy keeps member volumes")
+		Expect(claimNames(pvcs.Items)).To(ConsistOf("data-"+c.Name+"-0", "data-"+c.Name+"-1", "data-"+c.Name+"-2", c.Name+"-backups"),
+			"the default policy keeps member volumes, and backups always outlive their cluster")
 	})
 })
 
@@ -204,13 +205,22 @@ var _ = Describe("An EtcdCluster with pvcRetentionPolicy whenDeleted: Delete", f
 
 		Expect(k8s.Delete(ctx, c)).To(Succeed())
 		expectGone(c, 2*time.Minute)
-		Eventually(func() ([]corev1.PersistentVolumeClaim, error) {
+		// Member volumes go with the cluster; the backup claim never does (backups outlive their cluster).
+		Eventually(func() ([]string, error) {
 			l := &corev1.PersistentVolumeClaimList{}
 			err := k8s.List(ctx, l, client.InNamespace(ns))
-			return l.Items, err
-		}).WithTimeout(2 * time.Minute).Should(BeEmpty())
+			return claimNames(l.Items), err
+		}).WithTimeout(2 * time.Minute).Should(ConsistOf(c.Name + "-backups"))
 	})
 })
+
+func claimNames(claims []corev1.PersistentVolumeClaim) []string {
+	var out []string
+	for _, p := range claims {
+		out = append(out, p.Name)
+	}
+	return out
+}
 
 // deletePod deletes a pod and returns its UID, to recognise its replacement.
 func deletePod(ns, name string) string {
