@@ -201,7 +201,7 @@ var _ = Describe("An EtcdCluster with pvcRetentionPolicy whenDeleted: Delete", f
 		putGet(c, "/e2e/k", "v")
 		pvcs := &corev1.PersistentVolumeClaimList{}
 		Expect(k8s.List(ctx, pvcs, client.InNamespace(ns))).To(Succeed())
-		Expect(pvcs.Items).To(HaveLen(1))
+		Expect(claimNames(pvcs.Items)).To(ConsistOf("data-"+c.Name+"-0", c.Name+"-backups"))
 
 		Expect(k8s.Delete(ctx, c)).To(Succeed())
 		expectGone(c, 2*time.Minute)
