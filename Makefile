@@ -17,6 +17,9 @@ SHELL = /usr/bin/env bash -o pipefail
 .SHELLFLAGS = -ec
 
 LOCALBIN ?= $(shell pwd)/bin
+# bin/ holds tools and the node's state (container snapshots come and go): a go.mod there makes it a module
+# of its own, so `./...` (go vet, controller-gen) never walks into it.
+_ := $(shell mkdir -p $(LOCALBIN) && { [ -f $(LOCALBIN)/go.mod ] || echo 'module bin' > $(LOCALBIN)/go.mod; })
 $(LOCALBIN):
 	mkdir -p $(LOCALBIN)
 
