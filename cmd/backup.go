@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/seedops/etcd-operator/internal/backup"
+	"github.com/seedops/etcd-operator/internal/etcd"
 )
 
 // terminationLog is where Kubernetes reads a container's termination message: the controllers read the
@@ -98,12 +99,23 @@ func runBackup(args []string) int {
 	fs.IntVar(&retention, "retention", 0, "How many scheduled backups to keep (0 keeps all).")
 	fs.StringVar(&cfg.StagingDir, "staging-dir", os.TempDir(), "Where the snapshot is written and verified before it is stored.")
 	fs.DurationVar(&timeout, "timeout", 30*time.Minute, "Give up after this long.")
+	var caFile, certFile, keyFile string
+	fs.StringVar(&caFile, "cacert", "", "CA certificate verifying a TLS endpoint (with --cert and --key).")
+	fs.StringVar(&certFile, "cert", "", "Client certificate for a TLS endpoint.")
+	fs.StringVar(&keyFile, "key", "", "Client certificate's private key.")
 	dest.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if cfg.Cluster == "" || cfg.Namespace == "" || cfg.Endpoint == "" {
 		return fail(errors.New("--cluster, --namespace and --endpoint are required"))
+	}
+	if caFile != "" || certFile != "" || keyFile != "" {
+		tlsConfig, err := etcd.ClientTLSConfigFromFiles(caFile, certFile, keyFile)
+		if err != nil {
+			return fail(fmt.Errorf("--cacert, --cert and --key: %w", err))
+		}
+		cfg.TLS = tlsConfig
 	}
 	if cfg.Kind != backup.KindScheduled && cfg.Kind != backup.KindOnDemand {
 		return fail(fmt.Errorf("--kind must be %s or %s", backup.KindScheduled, backup.KindOnDemand))

@@ -92,6 +92,7 @@ func main() {
 	if err := (&controllers.EtcdClusterReconciler{
 		Client:         mgr.GetClient(),
 		Scheme:         mgr.GetScheme(),
+		APIReader:      mgr.GetAPIReader(),
 		Recorder:       mgr.GetEventRecorder("etcd-operator"),
 		Options:        options,
 		Dialer:         etcd.NewDialer(5 * time.Second),

@@ -39,6 +39,8 @@ func CacheOptions(watchNamespace string) cache.Options {
 		&policyv1.PodDisruptionBudget{}: owned,
 		&batchv1.CronJob{}:              owned,
 		&batchv1.Job{}:                  owned,
+		// Only the operator's certificate Secrets: never the namespaces' other Secrets.
+		&corev1.Secret{}: owned,
 	}}
 	if nss := WatchNamespaces(watchNamespace); len(nss) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}

@@ -3,6 +3,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -51,9 +52,11 @@ const (
 // of ours, and a finalizer would only risk clusters stuck in Terminating while the operator is down.
 type EtcdClusterReconciler struct {
 	client.Client
-	Scheme   *runtime.Scheme
-	Recorder recorder.EventRecorder
-	Options  resources.Options
+	Scheme *runtime.Scheme
+	// APIReader reads objects the cache does not hold (a user-supplied CA Secret); nil uses the client.
+	APIReader client.Reader
+	Recorder  recorder.EventRecorder
+	Options   resources.Options
 	// Dialer connects to etcd.
 	Dialer etcd.Dialer
 	// URLs resolves members to the URLs the operator dials and registers (DNS names in a cluster;
@@ -67,11 +70,12 @@ type EtcdClusterReconciler struct {
 	StepInterval time.Duration
 }
 
-// +kubebuilder:rbac:groups=etcd.seedops.io,resources=etcdclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=etcd.seedops.io,resources=etcdclusters,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=etcd.seedops.io,resources=etcdclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=etcd.seedops.io,resources=etcdclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
@@ -97,6 +101,10 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if !cluster.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	// 1b. A cluster without a recorded TLS choice gets one first (settleTLS); the update brings it back.
+	if cluster.Spec.TLS.Enabled == nil {
+		return ctrl.Result{}, r.settleTLS(ctx, cluster)
+	}
 	before := cluster.DeepCopy()
 
 	// 2. Observe.
@@ -118,6 +126,10 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		if err := r.patchStatus(ctx, before, cluster); err != nil {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
+		var wait waitError
+		if errors.As(retErr, &wait) {
+			retErr, result = nil, ctrl.Result{RequeueAfter: wait.after}
+		}
 		if retErr == nil && result.IsZero() {
 			result.RequeueAfter = r.requeueAfter(cluster, obs, decision)
 		}
@@ -130,6 +142,9 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 
 	// 4. Apply the managed objects, phase by phase, then take the planned step.
 	for _, phase := range []func(context.Context, *etcdv1alpha1.EtcdCluster, membership.Decision, observation) error{
+		func(ctx context.Context, c *etcdv1alpha1.EtcdCluster, _ membership.Decision, obs observation) error {
+			return r.reconcileTLS(ctx, c, obs.tls)
+		},
 		r.reconcileConfigMap,
 		r.reconcileServices,
 		r.reconcileStatefulSet,
@@ -148,17 +163,27 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	return ctrl.Result{}, nil
 }
 
-// requeueAfter: soon while an operation is in flight, at the health interval while etcd runs, and never
-// for a cluster with nothing to observe (every other change is an event).
+// requeueAfter: soon while an operation is in flight, at the health interval while etcd runs, never for
+// a cluster with nothing to observe (every other change is an event), and in any case when a certificate
+// falls due.
 func (r *EtcdClusterReconciler) requeueAfter(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.Decision) time.Duration {
+	var after time.Duration
 	switch {
-	case c.Spec.Paused || len(obs.pods) == 0:
+	case c.Spec.Paused:
 		return 0
+	case len(obs.pods) == 0:
 	case d.InProgress():
-		return r.stepInterval()
+		after = r.stepInterval()
 	default:
-		return r.healthInterval()
+		after = r.healthInterval()
 	}
+	if due := nextRenewal(obs.tlsStatus); !due.IsZero() {
+		// A second late, so the certificate is due when the reconcile looks.
+		if until := time.Until(due) + time.Second; after == 0 || until < after {
+			after = max(until, time.Second)
+		}
+	}
+	return after
 }
 
 // applied records an event and a log line when an apply changed something.
@@ -330,6 +355,7 @@ func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) *builder.Typ
 		Owns(&corev1.ConfigMap{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&batchv1.CronJob{}).
+		Owns(&corev1.Secret{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster)).
 		// Backup Jobs belong to the CronJob or to an EtcdBackup; their results are reported on the cluster.
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(backupJobToCluster)).

@@ -78,6 +78,11 @@ func createAndSettle(ctx context.Context, c *etcdv1alpha1.EtcdCluster) {
 	Eventually(func(g Gomega) {
 		g.Expect(get(ctx, c)).To(Succeed())
 		g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
+		// Certificates are reported once their Secrets' events come back after issuing them.
+		g.Expect(c.Status.TLS).NotTo(BeNil())
+		if c.Status.TLS.Enabled {
+			g.Expect(c.Status.TLS.Certificates).To(HaveLen(4))
+		}
 	}, timeout, interval).Should(Succeed())
 }
 
@@ -175,7 +180,7 @@ var _ = Describe("EtcdCluster controller", func() {
 		for _, cond := range c.Status.Conditions {
 			Expect(cond.ObservedGeneration).To(Equal(c.Generation), cond.Type)
 		}
-		Expect(c.Status.ClientEndpoint).To(Equal(fmt.Sprintf("http://%s-client.%s.svc.cluster.local:2379", c.Name, c.Namespace)))
+		Expect(c.Status.ClientEndpoint).To(Equal(fmt.Sprintf("https://%s-client.%s.svc.cluster.local:2379", c.Name, c.Namespace)))
 
 		makeMemberPods(ctx, c, 3, resources.Image(c, resources.DefaultOptions()))
 		for i := range 3 {

@@ -136,7 +136,7 @@ func (r *EtcdClusterReconciler) doStep(ctx context.Context, c *etcdv1alpha1.Etcd
 			return fmt.Errorf("no leader to move leadership from")
 		}
 	}
-	cli, err := r.Dialer.Dial(ctx, endpoints)
+	cli, err := r.dial(ctx, c, &obs, endpoints)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,6 +56,9 @@ type observation struct {
 	restoreFailed string
 	// backups are the cluster's finished backup Jobs whose results status has not reported yet.
 	backups []backupRun
+	// tls is the cluster's CA and certificates; tlsStatus what status reports of them.
+	tls       tlsObservation
+	tlsStatus *etcdv1alpha1.TLSStatus
 }
 
 // MemberURLs resolves a member to the URLs the operator registers in etcd and dials.
@@ -101,6 +105,11 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 	case !apierrors.IsNotFound(err):
 		return obs, err
 	}
+
+	if obs.tls, err = r.observeTLS(ctx, c, obs.statefulSet); err != nil {
+		return obs, err
+	}
+	obs.tlsStatus = tlsStatus(c, obs.tls, r.Options)
 
 	pods := &corev1.PodList{}
 	if err := r.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(resources.SelectorLabels(c))); err != nil {
@@ -151,7 +160,7 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, c *etcdv1alpha1
 		endpoints = append(endpoints, url)
 	}
 	slices.Sort(endpoints)
-	cli, err := r.Dialer.Dial(ctx, endpoints)
+	cli, err := r.dial(ctx, c, obs, endpoints)
 	if err != nil {
 		return err
 	}
@@ -177,6 +186,17 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, c *etcdv1alpha1
 		obs.healthy[m.ID] = len(st.Errors) == 0 && (m.IsLearner || (pod != nil && podReady(pod)))
 	}
 	return nil
+}
+
+// dial connects to the members, over TLS with the operator's client certificate when the cluster serves TLS.
+func (r *EtcdClusterReconciler) dial(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, endpoints []string) (etcd.Client, error) {
+	if obs.tls.refusal != "" {
+		return nil, tlsRefusal{obs.tls.refusal}
+	}
+	if resources.TLSEnabled(c) && obs.tls.clientConfig == nil {
+		return nil, fmt.Errorf("the client certificate (Secret %s) is not issued yet", resources.ClientSecretName(c))
+	}
+	return r.Dialer.Dial(ctx, endpoints, obs.tls.clientConfig)
 }
 
 // memberOrdinal maps an etcd member to its StatefulSet ordinal by name, or by peer URL for a member

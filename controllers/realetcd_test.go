@@ -1,10 +1,16 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +29,7 @@ import (
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	"github.com/seedops/etcd-operator/internal/etcd"
 	"github.com/seedops/etcd-operator/internal/etcdtest"
+	"github.com/seedops/etcd-operator/internal/pki"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
@@ -46,6 +53,50 @@ type fakeKubelet struct {
 
 	mu         sync.Mutex
 	violations []string
+	clientTLS  *tls.Config
+}
+
+// tlsConfig authenticates as the cluster's client certificate (nil before it is issued).
+func (k *fakeKubelet) tlsConfig() *tls.Config {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.clientTLS
+}
+
+// materializeTLS writes the cluster's certificates where the processes read them, as the kubelet keeps a
+// Secret volume up to date: the server certificate and CA as the operator issued them. The peer
+// certificate is issued here from the cluster's CA for 127.0.0.1, because the operator's names the
+// members' DNS names, which local processes do not have. It reports whether the files are ready.
+func (k *fakeKubelet) materializeTLS(ctx context.Context) bool {
+	server, client, caSecret := &corev1.Secret{}, &corev1.Secret{}, &corev1.Secret{}
+	if k8sClient.Get(ctx, key(realNS, resources.ServerSecretName(k.cluster)), server) != nil ||
+		k8sClient.Get(ctx, key(realNS, resources.ClientSecretName(k.cluster)), client) != nil ||
+		k8sClient.Get(ctx, key(realNS, resources.CASecretName(k.cluster)), caSecret) != nil {
+		return false
+	}
+	t := k.c.TLS
+	Expect(os.MkdirAll(filepath.Dir(t.CA), 0o700)).To(Succeed())
+	for path, data := range map[string][]byte{t.CA: server.Data["ca.crt"], t.ServerCert: server.Data["tls.crt"], t.ServerKey: server.Data["tls.key"]} {
+		if old, err := os.ReadFile(path); err != nil || !bytes.Equal(old, data) {
+			Expect(os.WriteFile(path+".tmp", data, 0o600)).To(Succeed())
+			Expect(os.Rename(path+".tmp", path)).To(Succeed())
+		}
+	}
+	if _, err := os.Stat(t.PeerKey); err != nil {
+		ca, err := pki.ParseCA(caSecret.Data["tls.crt"], caSecret.Data["tls.key"])
+		Expect(err).NotTo(HaveOccurred())
+		cert, key, err := ca.Issue(pki.Request{CommonName: "peer", IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+			Usage: pki.ServerAndClient, Validity: time.Hour}, time.Now())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(t.PeerCert, cert, 0o600)).To(Succeed())
+		Expect(os.WriteFile(t.PeerKey, key, 0o600)).To(Succeed())
+	}
+	cfg, err := etcd.ClientTLSConfig(client.Data["ca.crt"], client.Data["tls.crt"], client.Data["tls.key"])
+	Expect(err).NotTo(HaveOccurred())
+	k.mu.Lock()
+	k.clientTLS = cfg
+	k.mu.Unlock()
+	return true
 }
 
 func (k *fakeKubelet) run(ctx context.Context) {
@@ -66,6 +117,9 @@ func (k *fakeKubelet) sync(ctx context.Context) {
 	}
 	cm := &corev1.ConfigMap{}
 	if err := k8sClient.Get(ctx, key(realNS, resources.ConfigMapName(k.cluster)), cm); err != nil {
+		return
+	}
+	if k.c.TLS != nil && !k.materializeTLS(ctx) {
 		return
 	}
 	replicas := int(*sts.Spec.Replicas)
@@ -111,7 +165,7 @@ func (k *fakeKubelet) replicas(ctx context.Context) int {
 // setReady mirrors etcd's /health: ready when the member serves a quorum read.
 func (k *fakeKubelet) setReady(ctx context.Context, pod *corev1.Pod, i int) {
 	ready := corev1.ConditionFalse
-	if cli, err := k.dialer.Dial(ctx, []string{k.c.ClientURL(i)}); err == nil {
+	if cli, err := k.dialer.Dial(ctx, []string{k.c.ClientURL(i)}, k.tlsConfig()); err == nil {
 		if st, err := cli.Status(ctx, k.c.ClientURL(i)); err == nil && !st.IsLearner && len(st.Errors) == 0 && st.Leader != 0 {
 			ready = corev1.ConditionTrue
 		}
@@ -131,7 +185,7 @@ func (k *fakeKubelet) setReady(ctx context.Context, pod *corev1.Pod, i int) {
 // and a member just removed may leave its slot behind (remove, then lower the StatefulSet). The member
 // list is read between two reads of the StatefulSet that agree, so the comparison is of one moment.
 func (k *fakeKubelet) checkAgreement(ctx context.Context) {
-	cli, err := k.dialer.Dial(ctx, []string{k.c.ClientURL(0)})
+	cli, err := k.dialer.Dial(ctx, []string{k.c.ClientURL(0)}, k.tlsConfig())
 	if err != nil {
 		return
 	}
@@ -191,8 +245,8 @@ func startRealManager(procs *etcdtest.Cluster) context.CancelFunc {
 }
 
 // etcdMembers lists the ordinals in etcd's member list ("3L" for a learner).
-func etcdMembers(ctx context.Context, procs *etcdtest.Cluster) []string {
-	cli, err := etcd.NewDialer(2*time.Second).Dial(ctx, []string{procs.ClientURL(0), procs.ClientURL(1), procs.ClientURL(2)})
+func etcdMembers(ctx context.Context, procs *etcdtest.Cluster, tlsConfig *tls.Config) []string {
+	cli, err := etcd.NewDialer(2*time.Second).Dial(ctx, []string{procs.ClientURL(0), procs.ClientURL(1), procs.ClientURL(2)}, tlsConfig)
 	if err != nil {
 		return nil
 	}
@@ -238,6 +292,10 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		c.Name = "real"
 		c.Spec.BackupSchedule = ""
 		procs = etcdtest.New(c.Name, dir, bin)
+		// TLS is on by default: the members serve the certificates the operator issues.
+		tlsDir := filepath.Join(dir, "tls")
+		procs.TLS = &etcdtest.TLSFiles{CA: tlsDir + "/ca.crt", ServerCert: tlsDir + "/server.crt",
+			ServerKey: tlsDir + "/server.key", PeerCert: tlsDir + "/peer.crt", PeerKey: tlsDir + "/peer.key"}
 		DeferCleanup(procs.Close)
 		stopManager = startRealManager(procs)
 		DeferCleanup(func() { stopManager() })
@@ -266,7 +324,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 			for i := range n {
 				want = append(want, itoa(i))
 			}
-			g.Expect(etcdMembers(ctx, procs)).To(Equal(want))
+			g.Expect(etcdMembers(ctx, procs, kubelet.tlsConfig())).To(Equal(want))
 			sts := &appsv1.StatefulSet{}
 			g.Expect(k8sClient.Get(ctx, key(realNS, c.Name), sts)).To(Succeed())
 			g.Expect(*sts.Spec.Replicas).To(Equal(int32(n)))
@@ -287,7 +345,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		start := time.Now()
 		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.Replicas = 5 })).To(Succeed())
 		// Kill the operator as soon as the first learner exists, then start a new one.
-		Eventually(func() int { return len(etcdMembers(ctx, procs)) }, 60*time.Second, 50*time.Millisecond).Should(Equal(4))
+		Eventually(func() int { return len(etcdMembers(ctx, procs, kubelet.tlsConfig())) }, 60*time.Second, 50*time.Millisecond).Should(Equal(4))
 		stopManager()
 		stopManager = startRealManager(procs)
 		Eventually(running(5), 120*time.Second, 250*time.Millisecond).Should(Succeed())
@@ -299,6 +357,75 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.Replicas = 3 })).To(Succeed())
 		Eventually(running(3), 120*time.Second, 250*time.Millisecond).Should(Succeed())
 		GinkgoWriter.Printf("scale 5->3: %s\n", time.Since(start))
+	})
+
+	It("serves only TLS clients with a certificate from the cluster's CA", func() {
+		Expect(get(ctx, c)).To(Succeed())
+		Expect(c.Spec.TLS.Enabled).To(Equal(ptr.To(true)), "the operator records the default")
+		Expect(c.Status.TLS).NotTo(BeNil())
+		Expect(c.Status.TLS.ClientSecretName).To(Equal(resources.ClientSecretName(c)))
+		Expect(c.Status.ClientEndpoint).To(HavePrefix("https://"))
+		// Without a client certificate, etcd refuses the connection (client-cert-auth).
+		noCert := kubelet.tlsConfig().Clone()
+		noCert.Certificates = nil
+		cli, err := etcd.NewDialer(2*time.Second).Dial(ctx, []string{procs.ClientURL(0)}, noCert)
+		if err == nil {
+			_, err = cli.MemberList(ctx)
+			_ = cli.Close()
+		}
+		Expect(err).To(HaveOccurred())
+	})
+
+	It("renews a certificate that falls due; members serve it without a restart", func() {
+		pids := []int{procs.PID(0), procs.PID(1), procs.PID(2)}
+		// Replace the server certificate with one that expires in a minute: well inside the renewal window.
+		caSecret, server := &corev1.Secret{}, &corev1.Secret{}
+		Expect(k8sClient.Get(ctx, key(realNS, resources.CASecretName(c)), caSecret)).To(Succeed())
+		Expect(k8sClient.Get(ctx, key(realNS, resources.ServerSecretName(c)), server)).To(Succeed())
+		ca, err := pki.ParseCA(caSecret.Data["tls.crt"], caSecret.Data["tls.key"])
+		Expect(err).NotTo(HaveOccurred())
+		req := resources.LeafCertificates(c, resources.DefaultOptions())[0].Request
+		req.Validity = time.Minute
+		short, shortKey, err := ca.Issue(req, time.Now())
+		Expect(err).NotTo(HaveOccurred())
+		server.Data["tls.crt"], server.Data["tls.key"] = short, shortKey
+		Expect(k8sClient.Update(ctx, server)).To(Succeed())
+		shortCert, _ := pki.ParseCertificate(short)
+
+		// The operator re-issues it for the full duration ...
+		var renewed *x509.Certificate
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, key(realNS, resources.ServerSecretName(c)), server)).To(Succeed())
+			cert, err := pki.ParseCertificate(server.Data["tls.crt"])
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(cert.SerialNumber).NotTo(Equal(shortCert.SerialNumber))
+			g.Expect(cert.NotAfter).To(BeTemporally(">", time.Now().Add(80*24*time.Hour)))
+			renewed = cert
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+		// ... status shows its expiry ...
+		Eventually(func(g Gomega) {
+			g.Expect(get(ctx, c)).To(Succeed())
+			var notAfter time.Time
+			for _, cs := range c.Status.TLS.Certificates {
+				if cs.Name == resources.CertServer {
+					notAfter = cs.NotAfter.Time
+				}
+			}
+			g.Expect(notAfter.Equal(renewed.NotAfter)).To(BeTrue(), "status server notAfter %s, want %s", notAfter, renewed.NotAfter)
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+		// ... and every member presents it on new connections, with the same process as before.
+		for i := range 3 {
+			Eventually(func(g Gomega) {
+				cfg := kubelet.tlsConfig().Clone()
+				cfg.ServerName = "127.0.0.1"
+				conn, err := tls.Dial("tcp", strings.TrimPrefix(procs.ClientURL(i), "https://"), cfg)
+				g.Expect(err).NotTo(HaveOccurred())
+				defer conn.Close()
+				g.Expect(conn.ConnectionState().PeerCertificates[0].SerialNumber).To(Equal(renewed.SerialNumber))
+			}, 30*time.Second, 200*time.Millisecond).Should(Succeed(), "member %d", i)
+		}
+		Expect([]int{procs.PID(0), procs.PID(1), procs.PID(2)}).To(Equal(pids), "no member restarted")
+		Eventually(running(3), 30*time.Second, 250*time.Millisecond).Should(Succeed())
 	})
 
 	It("kept etcd's member list and the StatefulSet in agreement at every observed step", func() {

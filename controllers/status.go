@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -80,6 +81,9 @@ func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.De
 	s.Members = memberStatuses(c, obs, now)
 	s.ClientEndpoint = obs.clientEndpoint
 	s.Selector = labels.SelectorFromSet(resources.SelectorLabels(c)).String()
+	s.TLS = obs.tlsStatus
+	var refusal tlsRefusal
+	refused := errors.As(reconcileErr, &refusal)
 
 	voters, healthy := obs.voters(c), obs.readyReplicas
 	if obs.reachable {
@@ -125,6 +129,8 @@ func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.De
 		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonWaitingForBackup, obs.restoreWait)
 	case c.Spec.Paused:
 		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonPaused, "reconciliation is paused (spec.paused)")
+	case refused:
+		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonTLSRefused, refusal.msg)
 	case reconcileErr != nil:
 		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonReconcileFailed, reconcileErr.Error())
 	case obs.statefulSet == nil || d.Phase == membership.PhaseBootstrapping:
@@ -159,6 +165,8 @@ func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.De
 	switch {
 	case obs.restoreFailed != "":
 		set(etcdv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonRestoreFailed, obs.restoreFailed)
+	case refused:
+		set(etcdv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonTLSRefused, refusal.msg)
 	case reconcileErr != nil:
 		set(etcdv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonReconcileFailed, reconcileErr.Error())
 	case formed && (len(unhealthy) > 0 || healthy < voters):

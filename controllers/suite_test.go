@@ -76,10 +76,11 @@ var _ = BeforeSuite(func() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	r := &EtcdClusterReconciler{
-		Client:   mgr.GetClient(),
-		Scheme:   mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder("etcd-operator"),
-		Options:  resources.DefaultOptions(),
+		Client:    mgr.GetClient(),
+		Scheme:    mgr.GetScheme(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("etcd-operator"),
+		Options:   resources.DefaultOptions(),
 	}
 	Expect(r.controllerBuilder(mgr).Complete(countingReconciler{r})).To(Succeed())
 	Expect((&EtcdBackupReconciler{

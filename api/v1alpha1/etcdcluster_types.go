@@ -87,12 +87,81 @@ type EtcdClusterSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Paused",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Paused bool `json:"paused,omitempty"`
 
+	// TLS secures client and peer traffic with certificates the operator issues and renews.
+	// +optional
+	// +kubebuilder:default={}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="TLS"
+	TLS TLSSpec `json:"tls,omitempty"`
+
 	// Bootstrap says where a new cluster's data comes from: empty starts an empty cluster. Set it when
 	// creating the cluster; it cannot be added, changed or removed afterwards.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="bootstrap is immutable: it only describes how the cluster was created"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Bootstrap from a backup"
 	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
+}
+
+// TLSSpec configures client and peer TLS. With TLS on, members serve clients and each other only over TLS and
+// require a client certificate signed by the cluster's CA (client-cert-auth); the operator issues a server,
+// a peer and a client certificate and re-issues each before it expires, which members pick up without a
+// restart (etcd reads its certificate files on every new connection).
+// +kubebuilder:validation:XValidation:rule="(has(self.caSecretName) ? self.caSecretName : '') == (has(oldSelf.caSecretName) ? oldSelf.caSecretName : '')",message="tls.caSecretName is immutable: members trust one CA for their lifetime"
+// +kubebuilder:validation:XValidation:rule="!has(self.certificateDuration) || !has(self.renewBefore) || duration(self.renewBefore) < duration(self.certificateDuration)",message="tls.renewBefore must be shorter than tls.certificateDuration"
+type TLSSpec struct {
+	// Enabled turns client and peer TLS on. Left unset, a new cluster gets TLS and the operator records
+	// true here; a cluster that already runs without TLS (created by an operator before 0.2.0) keeps
+	// running without it and gets false. It cannot change once set: members of one cluster must agree
+	// on the scheme, so moving a cluster to TLS means restoring a backup into a new cluster.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="tls.enabled cannot change on an existing cluster: members would stop understanding each other. Create a new cluster from a backup (spec.bootstrap.fromBackup) with the TLS setting you want"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="TLS enabled",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
+	Enabled *bool `json:"enabled,omitempty"`
+	// CASecretName names a Secret (keys tls.crt and tls.key) holding a CA the operator signs the
+	// cluster's certificates with. Empty: the operator creates a CA in <cluster>-ca. Immutable.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="CA Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	CASecretName string `json:"caSecretName,omitempty"`
+	// CertificateDuration is the lifetime of the server, peer and client certificates.
+	// +optional
+	// +kubebuilder:default="2160h0m0s"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10m')",message="tls.certificateDuration must be at least 10m"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Certificate duration",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	CertificateDuration *metav1.Duration `json:"certificateDuration,omitempty"`
+	// RenewBefore is how long before expiry a certificate is re-issued (never in the first tenth of its
+	// lifetime, so a certificate is not renewed on every reconcile).
+	// +optional
+	// +kubebuilder:default="720h0m0s"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="tls.renewBefore must be at least 1m"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Renew before",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	RenewBefore *metav1.Duration `json:"renewBefore,omitempty"`
+}
+
+// CertificateStatus is one certificate the operator manages.
+type CertificateStatus struct {
+	// Name says what the certificate is for: ca, server, peer or client.
+	Name string `json:"name"`
+	// SecretName holds the certificate (tls.crt, tls.key and ca.crt).
+	SecretName string `json:"secretName"`
+	// NotAfter is when the certificate expires.
+	NotAfter metav1.Time `json:"notAfter"`
+	// RenewalTime is when the operator re-issues it (absent for a CA: CAs are not rotated).
+	// +optional
+	RenewalTime *metav1.Time `json:"renewalTime,omitempty"`
+}
+
+// TLSStatus is the cluster's TLS as observed.
+type TLSStatus struct {
+	// Enabled is whether the members serve TLS.
+	Enabled bool `json:"enabled"`
+	// ClientSecretName holds a client certificate for users (kubernetes.io/tls: tls.crt, tls.key, ca.crt).
+	// +optional
+	ClientSecretName string `json:"clientSecretName,omitempty"`
+	// Certificates the operator manages, with their expiry.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Certificates []CertificateStatus `json:"certificates,omitempty"`
 }
 
 // BootstrapSpec is where a new cluster's data comes from.
@@ -349,6 +418,10 @@ type EtcdClusterStatus struct {
 	// RestoredFrom is the snapshot the cluster was bootstrapped from, once every member restored it.
 	// +optional
 	RestoredFrom string `json:"restoredFrom,omitempty"`
+	// TLS reports whether TLS is on, where the client certificate is, and when certificates expire.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="TLS"
+	TLS *TLSStatus `json:"tls,omitempty"`
 	// Selector of the member pods, for the scale subresource.
 	// +optional
 	Selector string `json:"selector,omitempty"`

@@ -3,6 +3,7 @@ package backup
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -60,7 +61,9 @@ func parseFileName(cluster, name string) (time.Time, int64, bool) {
 // RunConfig is one backup run.
 type RunConfig struct {
 	// Endpoint is the etcd client URL to take the snapshot from (the cluster's client Service).
-	Endpoint  string
+	Endpoint string
+	// TLS authenticates to a cluster serving TLS; nil for plain HTTP.
+	TLS       *tls.Config
 	Namespace string
 	Cluster   string
 	Kind      string
@@ -96,7 +99,7 @@ func Run(ctx context.Context, lg *zap.Logger, store Store, cfg RunConfig) (Resul
 	tmp := filepath.Join(cfg.StagingDir, "snapshot-"+randomSuffix()+".db")
 	defer func() { _ = os.Remove(tmp) }()
 
-	version, err := Take(ctx, lg, cfg.Endpoint, tmp)
+	version, err := Take(ctx, lg, cfg.Endpoint, cfg.TLS, tmp)
 	if err != nil {
 		return Result{}, err
 	}

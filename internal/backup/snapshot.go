@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -48,25 +49,26 @@ type Info struct {
 // Take streams a snapshot from the etcd server at endpoint into path, and returns the server's version.
 // The file is written as path.part and renamed only once complete, so a crash never leaves a partial
 // snapshot under the final name.
-func Take(ctx context.Context, lg *zap.Logger, endpoint, path string) (string, error) {
+// A nil tlsConfig dials a plain HTTP endpoint.
+func Take(ctx context.Context, lg *zap.Logger, endpoint string, tlsConfig *tls.Config, path string) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", err
 	}
 	// Asking for the server's status first fails fast on an unreachable endpoint (the snapshot stream would
 	// wait for a connection as long as ctx allows) and gives the version etcd before 3.6 does not send.
-	version, err := serverVersion(ctx, lg, endpoint)
+	version, err := serverVersion(ctx, lg, endpoint, tlsConfig)
 	if err != nil {
 		return "", err
 	}
-	cfg := clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 10 * time.Second, Context: ctx}
+	cfg := clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 10 * time.Second, Context: ctx, TLS: tlsConfig}
 	if _, err := clientsnapshot.SaveWithVersion(ctx, lg, cfg, path); err != nil {
 		return "", fmt.Errorf("snapshot from %s: %w", endpoint, err)
 	}
 	return version, nil
 }
 
-func serverVersion(ctx context.Context, lg *zap.Logger, endpoint string) (string, error) {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 10 * time.Second, Logger: lg.Named("client")})
+func serverVersion(ctx context.Context, lg *zap.Logger, endpoint string, tlsConfig *tls.Config) (string, error) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 10 * time.Second, Logger: lg.Named("client"), TLS: tlsConfig})
 	if err != nil {
 		return "", err
 	}

@@ -4,7 +4,11 @@ package etcd
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -52,7 +56,8 @@ type Client interface {
 
 // Dialer opens a Client to the cluster behind the given client URLs.
 type Dialer interface {
-	Dial(ctx context.Context, endpoints []string) (Client, error)
+	// A nil tlsConfig dials plain HTTP endpoints.
+	Dial(ctx context.Context, endpoints []string, tlsConfig *tls.Config) (Client, error)
 }
 
 // IsTransientRefusal reports whether etcd refused a membership change only for now: it accepts a change
@@ -71,9 +76,10 @@ func NewDialer(timeout time.Duration) Dialer { return clientDialer{timeout: time
 
 type clientDialer struct{ timeout time.Duration }
 
-func (d clientDialer) Dial(ctx context.Context, endpoints []string) (Client, error) {
+func (d clientDialer) Dial(ctx context.Context, endpoints []string, tlsConfig *tls.Config) (Client, error) {
 	c, err := clientv3.New(clientv3.Config{
 		Endpoints:   endpoints,
+		TLS:         tlsConfig,
 		DialTimeout: d.timeout,
 		Context:     ctx,
 		// The etcd client logs every failed dial at warn level; the controller reports failures itself.
@@ -161,3 +167,30 @@ func (c *client) MoveLeader(ctx context.Context, to uint64) error {
 }
 
 func (c *client) Close() error { return c.c.Close() }
+
+// ClientTLSConfig is the TLS configuration of a client authenticating with certPEM/keyPEM to members whose
+// certificates caPEM signed.
+func ClientTLSConfig(caPEM, certPEM, keyPEM []byte) (*tls.Config, error) {
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("client certificate: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		return nil, errors.New("no CA certificate found")
+	}
+	return &tls.Config{Certificates: []tls.Certificate{pair}, RootCAs: roots, MinVersion: tls.VersionTLS12}, nil
+}
+
+// ClientTLSConfigFromFiles reads ClientTLSConfig's inputs from files (a mounted certificate Secret).
+func ClientTLSConfigFromFiles(caFile, certFile, keyFile string) (*tls.Config, error) {
+	var pems [3][]byte
+	for i, f := range []string{caFile, certFile, keyFile} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		pems[i] = b
+	}
+	return ClientTLSConfig(pems[0], pems[1], pems[2])
+}

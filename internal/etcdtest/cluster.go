@@ -36,9 +36,25 @@ type Cluster struct {
 	// Bin is the etcd binary new processes start from (tests swap it to upgrade).
 	Bin string
 
+	// TLS, when set before the first member starts, makes every member serve clients and peers over TLS
+	// with client certificate authentication, from these files (which tests may rewrite to rotate).
+	TLS *TLSFiles
+
 	mu    sync.Mutex
 	ports map[int][2]int // ordinal -> peer, client
 	procs map[int]*proc
+}
+
+// TLSFiles are the certificate files every member uses.
+type TLSFiles struct {
+	CA, ServerCert, ServerKey, PeerCert, PeerKey string
+}
+
+func (c *Cluster) scheme() string {
+	if c.TLS != nil {
+		return "https"
+	}
+	return "http"
 }
 
 type proc struct {
@@ -67,10 +83,14 @@ func (c *Cluster) portsOf(i int) [2]int {
 }
 
 // PeerURL of ordinal i.
-func (c *Cluster) PeerURL(i int) string { return fmt.Sprintf("http://127.0.0.1:%d", c.portsOf(i)[0]) }
+func (c *Cluster) PeerURL(i int) string {
+	return fmt.Sprintf("%s://127.0.0.1:%d", c.scheme(), c.portsOf(i)[0])
+}
 
 // ClientURL of ordinal i.
-func (c *Cluster) ClientURL(i int) string { return fmt.Sprintf("http://127.0.0.1:%d", c.portsOf(i)[1]) }
+func (c *Cluster) ClientURL(i int) string {
+	return fmt.Sprintf("%s://127.0.0.1:%d", c.scheme(), c.portsOf(i)[1])
+}
 
 // DataDir of ordinal i: its "volume".
 func (c *Cluster) DataDir(i int) string { return filepath.Join(c.Dir, fmt.Sprintf("member-%d", i)) }
@@ -92,7 +112,7 @@ func (c *Cluster) Start(i int, initialCluster, state string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(c.Bin,
+	args := []string{
 		"--name", c.MemberName(i),
 		"--data-dir", c.DataDir(i),
 		"--listen-peer-urls", c.PeerURL(i),
@@ -103,7 +123,13 @@ func (c *Cluster) Start(i int, initialCluster, state string) error {
 		"--initial-cluster-state", state,
 		"--initial-cluster-token", c.Name,
 		"--logger", "zap", "--log-level", "warn",
-	)
+	}
+	if t := c.TLS; t != nil {
+		args = append(args, "--cert-file", t.ServerCert, "--key-file", t.ServerKey, "--trusted-ca-file", t.CA,
+			"--client-cert-auth", "--peer-cert-file", t.PeerCert, "--peer-key-file", t.PeerKey,
+			"--peer-trusted-ca-file", t.CA, "--peer-client-cert-auth")
+	}
+	cmd := exec.Command(c.Bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -125,6 +151,16 @@ func (p *proc) alive() bool {
 	default:
 		return true
 	}
+}
+
+// PID of member i's process, or 0.
+func (c *Cluster) PID(i int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p, ok := c.procs[i]; ok && p.alive() {
+		return p.cmd.Process.Pid
+	}
+	return 0
 }
 
 // Running reports whether member i's process is alive.

@@ -62,7 +62,7 @@ func (d *driver) dial(ctx context.Context, ords []int) (etcd.Client, error) {
 	if len(eps) == 0 {
 		return nil, fmt.Errorf("no running members")
 	}
-	return dialer.Dial(ctx, eps)
+	return dialer.Dial(ctx, eps, nil)
 }
 
 func (d *driver) view(ctx context.Context) (etcdView, bool) {

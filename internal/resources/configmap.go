@@ -2,6 +2,7 @@ package resources
 
 import (
 	"fmt"
+	"maps"
 
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
@@ -33,15 +34,23 @@ func ConfigMap(c *etcdv1alpha1.EtcdCluster, mc MemberConfig) *corev1ac.ConfigMap
 	return corev1ac.ConfigMap(ConfigMapName(c), c.Namespace).
 		WithLabels(Labels(c, ComponentEtcd)).
 		WithOwnerReferences(OwnerReference(c)).
-		WithData(map[string]string{
-			"ETCD_DATA_DIR":                  DataDir,
-			"ETCD_LISTEN_PEER_URLS":          fmt.Sprintf("http://0.0.0.0:%d", PeerPort),
-			"ETCD_LISTEN_CLIENT_URLS":        fmt.Sprintf("http://0.0.0.0:%d", ClientPort),
-			"ETCD_LISTEN_METRICS_URLS":       fmt.Sprintf("http://0.0.0.0:%d", MetricsPort),
-			"ETCD_INITIAL_CLUSTER":           mc.InitialCluster,
-			"ETCD_INITIAL_CLUSTER_STATE":     mc.InitialClusterState,
-			"ETCD_INITIAL_CLUSTER_TOKEN":     c.Namespace + "/" + c.Name + "/" + string(c.UID),
-			"ETCD_AUTO_COMPACTION_MODE":      "periodic",
-			"ETCD_AUTO_COMPACTION_RETENTION": "1h",
-		})
+		WithData(configData(c, mc))
+}
+
+func configData(c *etcdv1alpha1.EtcdCluster, mc MemberConfig) map[string]string {
+	data := map[string]string{
+		"ETCD_DATA_DIR":                  DataDir,
+		"ETCD_LISTEN_PEER_URLS":          fmt.Sprintf("%s://0.0.0.0:%d", scheme(c), PeerPort),
+		"ETCD_LISTEN_CLIENT_URLS":        fmt.Sprintf("%s://0.0.0.0:%d", scheme(c), ClientPort),
+		"ETCD_LISTEN_METRICS_URLS":       fmt.Sprintf("http://0.0.0.0:%d", MetricsPort),
+		"ETCD_INITIAL_CLUSTER":           mc.InitialCluster,
+		"ETCD_INITIAL_CLUSTER_STATE":     mc.InitialClusterState,
+		"ETCD_INITIAL_CLUSTER_TOKEN":     c.Namespace + "/" + c.Name + "/" + string(c.UID),
+		"ETCD_AUTO_COMPACTION_MODE":      "periodic",
+		"ETCD_AUTO_COMPACTION_RETENTION": "1h",
+	}
+	if TLSEnabled(c) {
+		maps.Copy(data, tlsConfigEnv())
+	}
+	return data
 }

@@ -31,6 +31,7 @@ const (
 	ManagedBy       = "etcd-operator"
 	ComponentEtcd   = "member"
 	ComponentBackup = "backup"
+	ComponentTLS    = "tls"
 )
 
 // Paths inside the etcd container.
@@ -77,17 +78,17 @@ func MemberHost(c *etcdv1alpha1.EtcdCluster, i int, o Options) string {
 
 // MemberPeerURL is the URL member i advertises to its peers.
 func MemberPeerURL(c *etcdv1alpha1.EtcdCluster, i int, o Options) string {
-	return fmt.Sprintf("http://%s:%d", MemberHost(c, i, o), PeerPort)
+	return fmt.Sprintf("%s://%s:%d", scheme(c), MemberHost(c, i, o), PeerPort)
 }
 
 // MemberClientURL is the URL member i advertises to clients.
 func MemberClientURL(c *etcdv1alpha1.EtcdCluster, i int, o Options) string {
-	return fmt.Sprintf("http://%s:%d", MemberHost(c, i, o), ClientPort)
+	return fmt.Sprintf("%s://%s:%d", scheme(c), MemberHost(c, i, o), ClientPort)
 }
 
 // ClientEndpoint is the load-balanced client URL of the cluster.
 func ClientEndpoint(c *etcdv1alpha1.EtcdCluster, o Options) string {
-	return fmt.Sprintf("http://%s.%s.svc.%s:%d", ClientServiceName(c), c.Namespace, o.ClusterDomain, ClientPort)
+	return fmt.Sprintf("%s://%s.%s.svc.%s:%d", scheme(c), ClientServiceName(c), c.Namespace, o.ClusterDomain, ClientPort)
 }
 
 // InitialCluster is etcd's --initial-cluster for members 0..n-1.

@@ -75,6 +75,15 @@ func s3Cluster() *etcdv1alpha1.EtcdCluster {
 	return c
 }
 
+// plaintextCluster runs without TLS, as clusters created before TLS existed do: its objects must be exactly
+// what the operator built before TLS (the plaintext-* golden files are those files, unchanged), so that
+// upgrading the operator never restarts such a cluster's members.
+func plaintextCluster() *etcdv1alpha1.EtcdCluster {
+	c := designCluster()
+	c.Spec.TLS.Enabled = new(bool)
+	return c
+}
+
 // onDemandBackup overrides the cluster's destination with a bucket.
 func onDemandBackup() *etcdv1alpha1.EtcdBackup {
 	b := &etcdv1alpha1.EtcdBackup{Spec: etcdv1alpha1.EtcdBackupSpec{ClusterName: "etcd", Destination: &etcdv1alpha1.BackupDestination{
@@ -97,6 +106,9 @@ func TestGolden(t *testing.T) {
 		"custom-statefulset.yaml":    StatefulSet(customCluster(), 5, o, nil),
 		"design-backup-pvc.yaml":     BackupPVC(designCluster(), BackupDestination(designCluster(), nil)),
 		"s3-cronjob.yaml":            BackupCronJob(s3Cluster(), o),
+		"plaintext-statefulset.yaml": StatefulSet(plaintextCluster(), 3, o, nil),
+		"plaintext-configmap.yaml":   ConfigMap(plaintextCluster(), BootstrapConfig(plaintextCluster(), 3, o)),
+		"plaintext-cronjob.yaml":     BackupCronJob(plaintextCluster(), o),
 		"s3-backup-job.yaml":         BackupJob(designCluster(), onDemandBackup(), o),
 		"restored-statefulset.yaml":  StatefulSet(designCluster(), 3, o, &RestoreSource{Destination: BackupDestination(s3Cluster(), nil), Key: "prod/etcd/scheduled/etcd-20261122T020000Z-r42.db"}),
 		"pvc-restored-statefulset.yaml": StatefulSet(designCluster(), 3, o, &RestoreSource{
@@ -145,9 +157,9 @@ func TestPDBKeepsQuorum(t *testing.T) {
 
 func TestInitialCluster(t *testing.T) {
 	got := InitialCluster(designCluster(), 3, DefaultOptions())
-	want := "prod-etcd-0=http://prod-etcd-0.prod-etcd.db.svc.cluster.local:2380," +
-		"prod-etcd-1=http://prod-etcd-1.prod-etcd.db.svc.cluster.local:2380," +
-		"prod-etcd-2=http://prod-etcd-2.prod-etcd.db.svc.cluster.local:2380"
+	want := "prod-etcd-0=https://prod-etcd-0.prod-etcd.db.svc.cluster.local:2380," +
+		"prod-etcd-1=https://prod-etcd-1.prod-etcd.db.svc.cluster.local:2380," +
+		"prod-etcd-2=https://prod-etcd-2.prod-etcd.db.svc.cluster.local:2380"
 	if got != want {
 		t.Errorf("InitialCluster:\n got %s\nwant %s", got, want)
 	}

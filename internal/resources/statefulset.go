@@ -71,6 +71,9 @@ func podTemplate(c *etcdv1alpha1.EtcdCluster, o Options, restore *RestoreSource)
 			WithFSGroupChangePolicy(corev1.FSGroupChangeOnRootMismatch).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
 		WithContainers(etcdContainer(c, o))
+	if TLSEnabled(c) {
+		spec.WithVolumes(secretVolume(serverTLSVolume, ServerSecretName(c)), secretVolume(peerTLSVolume, PeerSecretName(c)))
+	}
 	if restore != nil {
 		init, volumes := restoreInitContainer(c, &spec.Containers[0], *restore, o)
 		spec.WithInitContainers(init).WithVolumes(volumes...)
@@ -98,7 +101,7 @@ func podTemplate(c *etcdv1alpha1.EtcdCluster, o Options, restore *RestoreSource)
 
 func etcdContainer(c *etcdv1alpha1.EtcdCluster, o Options) *corev1ac.ContainerApplyConfiguration {
 	host := "$(POD_NAME)." + PeerServiceName(c) + ".$(POD_NAMESPACE).svc." + o.ClusterDomain
-	return corev1ac.Container().
+	ctr := corev1ac.Container().
 		WithName("etcd").
 		WithImage(Image(c, o)).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
@@ -109,8 +112,8 @@ func etcdContainer(c *etcdv1alpha1.EtcdCluster, o Options) *corev1ac.ContainerAp
 			fieldEnv("POD_NAMESPACE", "metadata.namespace"),
 			// $(VAR) references are expanded by the kubelet, so each member gets its own name and URLs.
 			corev1ac.EnvVar().WithName("ETCD_NAME").WithValue("$(POD_NAME)"),
-			corev1ac.EnvVar().WithName("ETCD_INITIAL_ADVERTISE_PEER_URLS").WithValue("http://"+host+":2380"),
-			corev1ac.EnvVar().WithName("ETCD_ADVERTISE_CLIENT_URLS").WithValue("http://"+host+":2379"),
+			corev1ac.EnvVar().WithName("ETCD_INITIAL_ADVERTISE_PEER_URLS").WithValue(scheme(c)+"://"+host+":2380"),
+			corev1ac.EnvVar().WithName("ETCD_ADVERTISE_CLIENT_URLS").WithValue(scheme(c)+"://"+host+":2379"),
 		).
 		WithEnvFrom(corev1ac.EnvFromSource().WithConfigMapRef(corev1ac.ConfigMapEnvSource().WithName(ConfigMapName(c)))).
 		WithPorts(
@@ -130,6 +133,12 @@ func etcdContainer(c *etcdv1alpha1.EtcdCluster, o Options) *corev1ac.ContainerAp
 			WithReadOnlyRootFilesystem(true).
 			WithRunAsNonRoot(true).
 			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")))
+	if TLSEnabled(c) {
+		ctr.WithEnv(etcdctlEnv()...).WithVolumeMounts(
+			corev1ac.VolumeMount().WithName(serverTLSVolume).WithMountPath(serverTLSMountPath).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName(peerTLSVolume).WithMountPath(peerTLSMountPath).WithReadOnly(true))
+	}
+	return ctr
 }
 
 func fieldEnv(name, path string) *corev1ac.EnvVarApplyConfiguration {

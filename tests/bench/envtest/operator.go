@@ -89,6 +89,7 @@ func runOperator() error {
 	if err := (&controllers.EtcdClusterReconciler{
 		Client:         mgr.GetClient(),
 		Scheme:         mgr.GetScheme(),
+		APIReader:      mgr.GetAPIReader(),
 		Recorder:       mgr.GetEventRecorder("etcd-operator"),
 		Options:        options,
 		Dialer:         etcd.NewDialer(5 * time.Second),

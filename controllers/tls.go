@@ -1,0 +1,263 @@
+package controllers
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/etcd"
+	"github.com/seedops/etcd-operator/internal/pki"
+	"github.com/seedops/etcd-operator/internal/resources"
+)
+
+// Event and condition reasons of TLS.
+const (
+	ReasonTLSDefaulted       = "TLSDefaulted"
+	ReasonCertificateIssued  = "CertificateIssued"
+	ReasonCertificateRenewed = "CertificateRenewed"
+	ReasonTLSRefused         = "TLSRefused"
+)
+
+// tlsObservation is what the controller saw of a cluster's certificates.
+type tlsObservation struct {
+	// ca signs the cluster's certificates; nil with caErr saying why.
+	ca    *pki.CA
+	caErr error
+	// caOwned: the CA Secret is the operator's (<cluster>-ca), not the user's.
+	caOwned  bool
+	caSecret *corev1.Secret
+	// leaves are the server, peer and client certificate Secrets, by Secret name (absent: not issued).
+	leaves map[string]*corev1.Secret
+	// clientConfig authenticates the operator to the members; nil until the client certificate exists.
+	clientConfig *tls.Config
+	// refusal says why the TLS setting cannot be applied (the running members disagree with the spec).
+	refusal string
+}
+
+// tlsRefusal stops a reconcile that would change a running cluster's scheme: members that disagree on
+// plaintext and TLS cannot talk to each other, so nothing is applied and status says why.
+type tlsRefusal struct{ msg string }
+
+func (e tlsRefusal) Error() string { return e.msg }
+
+// waitError is a failure that no watched event will end (a Secret the user must create, which the operator
+// does not watch): status reports it, and the reconcile is retried at a fixed interval instead of with the
+// ever longer backoff of errors.
+type waitError struct {
+	error
+	after time.Duration
+}
+
+// statefulSetServesTLS reports whether the members of an existing StatefulSet were started with TLS.
+func statefulSetServesTLS(sts *appsv1.StatefulSet) bool {
+	for _, ctr := range sts.Spec.Template.Spec.Containers {
+		if ctr.Name != "etcd" {
+			continue
+		}
+		for _, env := range ctr.Env {
+			if env.Name == "ETCD_ADVERTISE_CLIENT_URLS" {
+				return strings.HasPrefix(env.Value, "https://")
+			}
+		}
+	}
+	return false
+}
+
+// settleTLS records the cluster's TLS choice in spec.tls.enabled when the user left it unset: true for a
+// new cluster, and what the members already run for a cluster created before TLS existed (an operator
+// upgrade must not restart, let alone split, a running cluster). It is the one write the operator makes
+// to a spec, once per cluster, so that the spec says what runs; the update brings the cluster back.
+func (r *EtcdClusterReconciler) settleTLS(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
+	enabled, why := true, "TLS is on by default for new clusters"
+	sts := &appsv1.StatefulSet{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.StatefulSetName(c)}, sts)
+	switch {
+	case err == nil && !statefulSetServesTLS(sts):
+		enabled, why = false, "the members already run without TLS; moving to TLS means restoring a backup into a new cluster"
+	case err != nil && !apierrors.IsNotFound(err):
+		return err
+	}
+	patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	c.Spec.TLS.Enabled = &enabled
+	if err := r.Patch(ctx, c, patch); err != nil {
+		return fmt.Errorf("record spec.tls.enabled: %w", err)
+	}
+	logf.FromContext(ctx).Info("recorded the TLS setting", "enabled", enabled)
+	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonTLSDefaulted, "Default", "spec.tls.enabled set to %t: %s", enabled, why)
+	return nil
+}
+
+// observeTLS reads the cluster's CA and certificate Secrets. The operator's own Secrets come from the
+// cache (they carry its label); a user-supplied CA is read directly, since unrelated Secrets are not cached.
+func (r *EtcdClusterReconciler) observeTLS(ctx context.Context, c *etcdv1alpha1.EtcdCluster, sts *appsv1.StatefulSet) (tlsObservation, error) {
+	var t tlsObservation
+	if sts != nil && statefulSetServesTLS(sts) != resources.TLSEnabled(c) {
+		t.refusal = fmt.Sprintf("spec.tls.enabled is %t but the members run with TLS %s; a running cluster cannot switch "+
+			"between plaintext and TLS (members would stop understanding each other), so nothing was changed. "+
+			"Set spec.tls.enabled back to %t, or restore a backup into a new cluster",
+			resources.TLSEnabled(c), map[bool]string{true: "on", false: "off"}[statefulSetServesTLS(sts)], statefulSetServesTLS(sts))
+		return t, nil
+	}
+	if !resources.TLSEnabled(c) {
+		return t, nil
+	}
+	t.caOwned = c.Spec.TLS.CASecretName == ""
+	var reader client.Reader = r.Client
+	if !t.caOwned && r.APIReader != nil {
+		reader = r.APIReader
+	}
+	caSecret := &corev1.Secret{}
+	err := reader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.CASecretName(c)}, caSecret)
+	switch {
+	case err == nil:
+		t.caSecret = caSecret
+		if t.ca, err = pki.ParseCA(caSecret.Data[corev1.TLSCertKey], caSecret.Data[corev1.TLSPrivateKeyKey]); err != nil {
+			t.caErr = fmt.Errorf("CA Secret %s (keys tls.crt, tls.key): %w", caSecret.Name, err)
+		}
+	case apierrors.IsNotFound(err):
+		if !t.caOwned {
+			t.caErr = fmt.Errorf("CA Secret %s named by spec.tls.caSecretName not found", resources.CASecretName(c))
+		}
+	default:
+		return t, err
+	}
+	t.leaves = map[string]*corev1.Secret{}
+	for _, leaf := range resources.LeafCertificates(c, r.Options) {
+		s := &corev1.Secret{}
+		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: leaf.SecretName}, s)
+		switch {
+		case err == nil:
+			t.leaves[leaf.SecretName] = s
+		case !apierrors.IsNotFound(err):
+			return t, err
+		}
+	}
+	if s := t.leaves[resources.ClientSecretName(c)]; s != nil {
+		t.clientConfig, _ = etcd.ClientTLSConfig(s.Data[resources.CAKey], s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey])
+	}
+	return t, nil
+}
+
+// reconcileTLS creates the CA when the operator owns it, and issues each server, peer and client
+// certificate that is missing, due for renewal or no longer right for the cluster. Members read their
+// certificate files on every new connection, so a renewed certificate reaches them through the kubelet's
+// Secret volume update without a restart; existing connections are not interrupted.
+func (r *EtcdClusterReconciler) reconcileTLS(ctx context.Context, c *etcdv1alpha1.EtcdCluster, t tlsObservation) error {
+	if t.refusal != "" {
+		return tlsRefusal{t.refusal}
+	}
+	if !resources.TLSEnabled(c) {
+		return nil
+	}
+	if t.caErr != nil {
+		return waitError{t.caErr, 15 * time.Second}
+	}
+	now := time.Now()
+	ca := t.ca
+	if ca == nil { // the operator's CA, not created yet
+		var keyPEM []byte
+		var err error
+		if ca, keyPEM, err = pki.NewCA(c.Namespace+"/"+c.Name+" etcd CA", resources.CAValidity, now); err != nil {
+			return err
+		}
+		secret := resources.TLSSecret(c, resources.CASecretName(c), ca.CertPEM, keyPEM, ca.CertPEM)
+		if err := r.Apply(ctx, secret, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("create CA Secret: %w", err)
+		}
+		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonCertificateIssued, "Issue",
+			"CA created in Secret %s (valid until %s)", resources.CASecretName(c), ca.Cert.NotAfter.UTC().Format(time.RFC3339))
+	}
+	for _, leaf := range resources.LeafCertificates(c, r.Options) {
+		existing := t.leaves[leaf.SecretName]
+		var certPEM, keyPEM []byte
+		if existing != nil {
+			// The CA a member trusts is fixed for its lifetime: a certificate from another CA would be
+			// refused by members that still have the old one. Rotating the CA is not supported.
+			if trusted := existing.Data[resources.CAKey]; len(trusted) > 0 && !bytes.Equal(trusted, ca.CertPEM) {
+				return fmt.Errorf("the CA in Secret %s is not the one the members trust (Secret %s, key %s): "+
+					"rotating a cluster's CA is not supported; restore the original CA", resources.CASecretName(c), leaf.SecretName, resources.CAKey)
+			}
+			certPEM, keyPEM = existing.Data[corev1.TLSCertKey], existing.Data[corev1.TLSPrivateKeyKey]
+		}
+		reason := ca.RenewalReason(certPEM, keyPEM, leaf.Request, now, resources.RenewBefore(c))
+		if reason == "" {
+			continue
+		}
+		certPEM, keyPEM, err := ca.Issue(leaf.Request, now)
+		if err != nil {
+			return fmt.Errorf("issue %s certificate: %w", leaf.Name, err)
+		}
+		if err := r.Apply(ctx, resources.TLSSecret(c, leaf.SecretName, certPEM, keyPEM, ca.CertPEM),
+			client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("store %s certificate: %w", leaf.Name, err)
+		}
+		eventReason, verb := ReasonCertificateIssued, "issued"
+		if existing != nil {
+			eventReason, verb = ReasonCertificateRenewed, "renewed ("+reason+")"
+		}
+		logf.FromContext(ctx).Info("certificate "+verb, "certificate", leaf.Name, "secret", leaf.SecretName)
+		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, eventReason, "Issue", "%s certificate %s in Secret %s",
+			leaf.Name, verb, leaf.SecretName)
+	}
+	return nil
+}
+
+// tlsStatus reports the certificates as observed at the start of the reconcile; a renewal's Secret
+// update brings the cluster back, and the next status shows it.
+func tlsStatus(c *etcdv1alpha1.EtcdCluster, t tlsObservation, o resources.Options) *etcdv1alpha1.TLSStatus {
+	if c.Spec.TLS.Enabled == nil {
+		return c.Status.TLS
+	}
+	s := &etcdv1alpha1.TLSStatus{Enabled: resources.TLSEnabled(c)}
+	if !s.Enabled || t.refusal != "" {
+		return s
+	}
+	s.ClientSecretName = resources.ClientSecretName(c)
+	if t.ca != nil {
+		s.Certificates = append(s.Certificates, etcdv1alpha1.CertificateStatus{
+			Name: resources.CertCA, SecretName: resources.CASecretName(c), NotAfter: metav1.NewTime(t.ca.Cert.NotAfter)})
+	}
+	for _, leaf := range resources.LeafCertificates(c, o) {
+		sec := t.leaves[leaf.SecretName]
+		if sec == nil {
+			continue
+		}
+		cert, err := pki.ParseCertificate(sec.Data[corev1.TLSCertKey])
+		if err != nil {
+			continue
+		}
+		renew := metav1.NewTime(pki.RenewalTime(cert, resources.RenewBefore(c)))
+		s.Certificates = append(s.Certificates, etcdv1alpha1.CertificateStatus{
+			Name: leaf.Name, SecretName: leaf.SecretName, NotAfter: metav1.NewTime(cert.NotAfter), RenewalTime: &renew})
+	}
+	return s
+}
+
+// nextRenewal is the earliest time a certificate of the cluster is due, or zero.
+func nextRenewal(s *etcdv1alpha1.TLSStatus) time.Time {
+	if s == nil {
+		return time.Time{}
+	}
+	var times []time.Time
+	for _, cert := range s.Certificates {
+		if cert.RenewalTime != nil {
+			times = append(times, cert.RenewalTime.Time)
+		}
+	}
+	if len(times) == 0 {
+		return time.Time{}
+	}
+	return slices.MinFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+}
