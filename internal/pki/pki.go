@@ -167,11 +167,13 @@ func (ca *CA) RenewalReason(certPEM, keyPEM []byte, req Request, now time.Time, 
 // RenewalTime is when a certificate is due for renewal: renewBefore ahead of its expiry, but never in the
 // first tenth of its lifetime (a renewal window as long as the certificate would renew it forever).
 func RenewalTime(cert *x509.Certificate, renewBefore time.Duration) time.Time {
-	lifetime := cert.NotAfter.Sub(cert.NotBefore)
-	if limit := lifetime * 9 / 10; renewBefore > limit {
-		renewBefore = limit
+	// Lifetime counts from issuance, not from the backdated NotBefore.
+	issued := cert.NotBefore.Add(backdate)
+	floor := issued.Add(cert.NotAfter.Sub(issued) / 10)
+	if due := cert.NotAfter.Add(-renewBefore); due.After(floor) {
+		return due
 	}
-	return cert.NotAfter.Add(-renewBefore)
+	return floor
 }
 
 // ParseCertificate reads the first certificate of a PEM bundle.

@@ -123,7 +123,7 @@ var _ = Describe("Backups and restore", Label("backup"), func() {
 // writeKeys writes n keys under prefix in transactions of 100 and returns them with the revision of the
 // last write.
 func writeKeys(c *etcdv1alpha1.EtcdCluster, prefix string, n int) (map[string]string, int64) {
-	cli := newEtcdClient(clientEndpoint(c))
+	cli := clusterClient(c)
 	defer func() { _ = cli.Close() }()
 	want := make(map[string]string, n)
 	var rev int64
@@ -143,7 +143,7 @@ func writeKeys(c *etcdv1alpha1.EtcdCluster, prefix string, n int) (map[string]st
 
 // expectKeys reads every key under prefix and compares them with want.
 func expectKeys(c *etcdv1alpha1.EtcdCluster, prefix string, want map[string]string) {
-	cli := newEtcdClient(clientEndpoint(c))
+	cli := clusterClient(c)
 	defer func() { _ = cli.Close() }()
 	resp, err := cli.Get(ctx, prefix+"/", clientv3.WithPrefix())
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
@@ -154,7 +154,7 @@ func expectKeys(c *etcdv1alpha1.EtcdCluster, prefix string, want map[string]stri
 }
 
 func clusterID(c *etcdv1alpha1.EtcdCluster) uint64 {
-	cli := newEtcdClient(clientEndpoint(c))
+	cli := clusterClient(c)
 	defer func() { _ = cli.Close() }()
 	resp, err := cli.Get(ctx, "cluster-id-probe")
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())

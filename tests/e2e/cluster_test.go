@@ -62,7 +62,7 @@ var _ = Describe("A 3-member EtcdCluster", Ordered, func() {
 		_, err := etcdctl(c, "prod-etcd-0", "put", "/e2e/hello", "world")
 		Expect(err).NotTo(HaveOccurred())
 		// Read on another member, from its own local store.
-		out, err := etcdctl(c, "prod-etcd-2", "--endpoints=http://localhost:2379", "get", "/e2e/hello",
+		out, err := etcdctl(c, "prod-etcd-2", "--endpoints="+localURL(c), "get", "/e2e/hello",
 			"--print-value-only")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(strings.TrimSpace(out)).To(Equal("world"))

@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"os/exec"
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/etcd"
 )
 
 // Label keys the operator puts on member pods (see internal/resources).
@@ -138,7 +140,45 @@ func kubectlRun(args ...string) (string, error) {
 
 // clientServiceURL is the in-cluster URL of the cluster's client Service.
 func clientServiceURL(c *etcdv1alpha1.EtcdCluster) string {
-	return fmt.Sprintf("http://%s-client.%s.svc.cluster.local:2379", c.Name, c.Namespace)
+	return fmt.Sprintf("%s://%s-client.%s.svc.cluster.local:2379", scheme(c), c.Name, c.Namespace)
+}
+
+// localURL is a member's client URL from inside its own pod (etcdctl there has the member's certificate).
+func localURL(c *etcdv1alpha1.EtcdCluster) string { return scheme(c) + "://localhost:2379" }
+
+// tlsOn reports whether the cluster serves TLS, once the operator has recorded its choice in the spec.
+func tlsOn(c *etcdv1alpha1.EtcdCluster) bool {
+	var on bool
+	EventuallyWithOffset(2, func(g Gomega) {
+		fresh := &etcdv1alpha1.EtcdCluster{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(c), fresh)).To(Succeed())
+		g.Expect(fresh.Spec.TLS.Enabled).NotTo(BeNil(), "the operator has not recorded spec.tls.enabled yet")
+		on = *fresh.Spec.TLS.Enabled
+	}, 60*time.Second, time.Second).Should(Succeed())
+	return on
+}
+
+func scheme(c *etcdv1alpha1.EtcdCluster) string {
+	if tlsOn(c) {
+		return "https"
+	}
+	return "http"
+}
+
+// clusterTLS authenticates as the cluster's client certificate (the Secret status.tls.clientSecretName
+// names), verifying the server's certificate for serverName; nil for a cluster without TLS.
+func clusterTLS(c *etcdv1alpha1.EtcdCluster, serverName string) *tls.Config {
+	if !tlsOn(c) {
+		return nil
+	}
+	secret := &corev1.Secret{}
+	EventuallyWithOffset(2, func() error {
+		return k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Name + "-client-tls"}, secret)
+	}, 60*time.Second, time.Second).Should(Succeed())
+	cfg, err := etcd.ClientTLSConfig(secret.Data["ca.crt"], secret.Data["tls.crt"], secret.Data["tls.key"])
+	ExpectWithOffset(2, err).NotTo(HaveOccurred())
+	cfg.ServerName = serverName
+	return cfg
 }
 
 // etcdctl runs etcdctl inside member pod (the etcd image has it), by default against the client Service.
@@ -212,23 +252,19 @@ func memberNames(c *etcdv1alpha1.EtcdCluster, n int) []string {
 	return out
 }
 
-// newEtcdClient connects from the host to the given endpoints (cluster IPs and pod IPs are routable on the
-// local node).
-func newEtcdClient(endpoints ...string) *clientv3.Client {
+// clusterClient connects from the host to the cluster's client Service IP (cluster IPs and pod IPs are
+// routable on the node), over TLS with the cluster's client certificate when it serves TLS.
+func clusterClient(c *etcdv1alpha1.EtcdCluster) *clientv3.Client {
+	svc := &corev1.Service{}
+	ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Name + "-client"}, svc)).To(Succeed())
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   endpoints,
+		Endpoints:   []string{fmt.Sprintf("%s://%s:2379", scheme(c), svc.Spec.ClusterIP)},
+		TLS:         clusterTLS(c, c.Name+"-client."+c.Namespace+".svc"),
 		DialTimeout: 5 * time.Second,
 		Logger:      zap.NewNop(),
 	})
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return cli
-}
-
-// clientEndpoint is the client Service's cluster IP URL.
-func clientEndpoint(c *etcdv1alpha1.EtcdCluster) string {
-	svc := &corev1.Service{}
-	ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Name + "-client"}, svc)).To(Succeed())
-	return fmt.Sprintf("http://%s:2379", svc.Spec.ClusterIP)
 }
 
 // leaderPod asks the ready members directly (by pod IP) who leads, and returns the leader's name.
@@ -242,15 +278,16 @@ func leaderPod(c *etcdv1alpha1.EtcdCluster) (string, error) {
 		if !podReady(&p) || p.Status.PodIP == "" {
 			continue
 		}
-		if name, err := leaderFrom(fmt.Sprintf("http://%s:2379", p.Status.PodIP)); err == nil {
+		host := fmt.Sprintf("%s.%s.%s.svc.cluster.local", p.Name, c.Name, c.Namespace)
+		if name, err := leaderFrom(fmt.Sprintf("%s://%s:2379", scheme(c), p.Status.PodIP), clusterTLS(c, host)); err == nil {
 			return name, nil
 		}
 	}
 	return "", fmt.Errorf("no member of %s/%s reports a leader", c.Namespace, c.Name)
 }
 
-func leaderFrom(ep string) (string, error) {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 3 * time.Second, Logger: zap.NewNop()})
+func leaderFrom(ep string, tlsConfig *tls.Config) (string, error) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, TLS: tlsConfig, DialTimeout: 3 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return "", err
 	}
@@ -289,7 +326,7 @@ type writer struct {
 }
 
 func startWriter(c *etcdv1alpha1.EtcdCluster, prefix string) *writer {
-	w := &writer{cli: newEtcdClient(clientEndpoint(c)), prefix: prefix, stop: make(chan struct{}), done: make(chan struct{})}
+	w := &writer{cli: clusterClient(c), prefix: prefix, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer GinkgoRecover()
 		defer close(w.done)
@@ -344,7 +381,7 @@ func (w *writer) stopAndVerify(c *etcdv1alpha1.EtcdCluster) {
 	GinkgoWriter.Printf("writer %s: %d writes acknowledged, %d failed\n", w.prefix, len(acked), failed)
 	ExpectWithOffset(1, len(acked)).To(BeNumerically(">", 20), "too few acknowledged writes to prove anything")
 
-	cli := newEtcdClient(clientEndpoint(c))
+	cli := clusterClient(c)
 	defer func() { _ = cli.Close() }()
 	var got map[string]string
 	EventuallyWithOffset(1, func() error {
@@ -371,7 +408,7 @@ func (w *writer) stopAndVerify(c *etcdv1alpha1.EtcdCluster) {
 
 // putGet writes a key through the Go client and reads it back.
 func putGet(c *etcdv1alpha1.EtcdCluster, key, value string) {
-	cli := newEtcdClient(clientEndpoint(c))
+	cli := clusterClient(c)
 	defer func() { _ = cli.Close() }()
 	EventuallyWithOffset(1, func(g Gomega) {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -387,7 +424,7 @@ func putGet(c *etcdv1alpha1.EtcdCluster, key, value string) {
 
 // expectKey checks that a key has a value, read through the client Service.
 func expectKey(c *etcdv1alpha1.EtcdCluster, key, value string) {
-	cli := newEtcdClient(clientEndpoint(c))
+	cli := clusterClient(c)
 	defer func() { _ = cli.Close() }()
 	EventuallyWithOffset(1, func(g Gomega) {
 		gctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -117,7 +117,7 @@ var _ = Describe("Membership changes", Label("membership"), func() {
 		Expect(newPVC.UID).NotTo(Equal(pvc.UID))
 		// The new member has the data in its own store (a serializable read is answered locally).
 		Eventually(func() (string, error) {
-			return etcdctl(c, victim, "--endpoints=http://localhost:2379", "get", "/e2e/before-heal",
+			return etcdctl(c, victim, "--endpoints="+localURL(c), "get", "/e2e/before-heal",
 				"--print-value-only", "--consistency=s")
 		}).WithTimeout(time.Minute).Should(ContainSubstring("kept"))
 		w.waitProgress(20, time.Minute)

@@ -2,6 +2,7 @@ package scorecard
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"time"
 
@@ -10,13 +11,15 @@ import (
 )
 
 // PutKey writes key through the cluster's client endpoint (status.clientEndpoint, reachable from the
-// scorecard's pod) and returns the revision of the write.
-func PutKey(ctx context.Context, endpoint, key, value string) (int64, error) {
+// scorecard's pod) and returns the revision of the write. With TLS, tlsConfig carries the cluster's client
+// certificate (the Secret status.tls.clientSecretName names).
+func PutKey(ctx context.Context, endpoint string, tlsConfig *tls.Config, key, value string) (int64, error) {
 	if endpoint == "" {
 		return 0, fmt.Errorf("the cluster reports no status.clientEndpoint")
 	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   []string{endpoint},
+		TLS:         tlsConfig,
 		DialTimeout: 10 * time.Second,
 		Logger:      zap.NewNop(),
 	})

@@ -2,6 +2,7 @@ package scorecard
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"slices"
 	"sort"
@@ -9,9 +10,11 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/etcd"
 )
 
 // Names of the tests: the first argument of the test image's entrypoint (config/scorecard).
@@ -185,8 +188,21 @@ func BackupTaken(ctx context.Context, env *Env, x Examples, t Timeouts) {
 		env.Result.Errorf("reading %s: %v", c.Name, err)
 		return
 	}
+	var tlsConfig *tls.Config
+	if cur.Status.TLS != nil && cur.Status.TLS.Enabled {
+		secret := &corev1.Secret{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: cur.Namespace, Name: cur.Status.TLS.ClientSecretName}, secret); err != nil {
+			env.Result.Errorf("%s: reading the client certificate Secret %s: %v", c.Name, cur.Status.TLS.ClientSecretName, err)
+			return
+		}
+		var err error
+		if tlsConfig, err = etcd.ClientTLSConfig(secret.Data["ca.crt"], secret.Data["tls.crt"], secret.Data["tls.key"]); err != nil {
+			env.Result.Errorf("%s: client certificate Secret %s: %v", c.Name, secret.Name, err)
+			return
+		}
+	}
 	key := "scorecard/" + BackupTakenTest + "/" + c.Name
-	rev, err := PutKey(ctx, cur.Status.ClientEndpoint, key, time.Now().UTC().Format(time.RFC3339Nano))
+	rev, err := PutKey(ctx, cur.Status.ClientEndpoint, tlsConfig, key, time.Now().UTC().Format(time.RFC3339Nano))
 	if err != nil {
 		env.Result.Errorf("%s: writing %s through %s: %v", c.Name, key, cur.Status.ClientEndpoint, err)
 		return
