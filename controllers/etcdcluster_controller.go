@@ -155,6 +155,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		},
 		r.recordVolumes,
 		r.takeStep,
+		r.reconcileAuth,
 	} {
 		if err := phase(ctx, cluster, decision, obs); err != nil {
 			return ctrl.Result{}, err

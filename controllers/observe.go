@@ -56,6 +56,8 @@ type observation struct {
 	restoreFailed string
 	// backups are the cluster's finished backup Jobs whose results status has not reported yet.
 	backups []backupRun
+	// authEnabled is whether etcd authentication is on (nil: not known).
+	authEnabled *bool
 	// tls is the cluster's CA and certificates; tlsStatus what status reports of them.
 	tls       tlsObservation
 	tlsStatus *etcdv1alpha1.TLSStatus
@@ -168,6 +170,9 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, c *etcdv1alpha1
 	obs.members, err = cli.MemberList(ctx)
 	if err != nil {
 		return err
+	}
+	if on, err := cli.AuthEnabled(ctx); err == nil {
+		obs.authEnabled = &on
 	}
 	obs.statuses, obs.ordinals, obs.healthy = map[uint64]etcd.EndpointStatus{}, map[uint64]int{}, map[uint64]bool{}
 	for _, m := range obs.members {

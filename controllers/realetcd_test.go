@@ -16,6 +16,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -426,6 +428,53 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		}
 		Expect([]int{procs.PID(0), procs.PID(1), procs.PID(2)}).To(Equal(pids), "no member restarted")
 		Eventually(running(3), 30*time.Second, 250*time.Millisecond).Should(Succeed())
+	})
+
+	It("turns etcd authentication on and off on the running cluster", func() {
+		caSecret := &corev1.Secret{}
+		Expect(k8sClient.Get(ctx, key(realNS, resources.CASecretName(c)), caSecret)).To(Succeed())
+		ca, err := pki.ParseCA(caSecret.Data["tls.crt"], caSecret.Data["tls.key"])
+		Expect(err).NotTo(HaveOccurred())
+		// A client whose certificate names a user etcd does not know.
+		nobodyCert, nobodyKey, err := ca.Issue(pki.Request{CommonName: "nobody", Usage: pki.ClientOnly, Validity: time.Hour}, time.Now())
+		Expect(err).NotTo(HaveOccurred())
+		nobody, err := etcd.ClientTLSConfig(ca.CertPEM, nobodyCert, nobodyKey)
+		Expect(err).NotTo(HaveOccurred())
+		put := func(cfg *tls.Config, user, password string) error {
+			cli, err := clientv3.New(clientv3.Config{Endpoints: []string{procs.ClientURL(0)}, TLS: cfg, Username: user, Password: password,
+				DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+			if err != nil {
+				return err
+			}
+			defer cli.Close()
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			_, err = cli.Put(pctx, "/auth/test", user)
+			return err
+		}
+		Expect(put(nobody, "", "")).To(Succeed(), "without authentication any certificate from the CA may write")
+
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.Auth.Enabled = true })).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(get(ctx, c)).To(Succeed())
+			g.Expect(c.Status.AuthEnabled).To(Equal(ptr.To(true)))
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		Expect(put(nobody, "", "")).To(MatchError(ContainSubstring("permission denied")), "an unknown user is refused")
+		Expect(put(kubelet.tlsConfig(), "", "")).To(Succeed(), "the cluster's client certificate is root's")
+		password := &corev1.Secret{}
+		Expect(k8sClient.Get(ctx, key(realNS, c.Name+"-root-password"), password)).To(Succeed())
+		Expect(password.OwnerReferences).To(ContainElement(HaveField("UID", c.UID)))
+		Expect(put(nobody, "root", string(password.Data["password"]))).To(Succeed(), "root's password from the Secret works")
+		Expect(put(nobody, "root", "wrong")).To(HaveOccurred())
+		// The operator still manages the cluster with authentication on.
+		Eventually(running(3), 30*time.Second, 250*time.Millisecond).Should(Succeed())
+
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.Auth.Enabled = false })).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(get(ctx, c)).To(Succeed())
+			g.Expect(c.Status.AuthEnabled).To(Equal(ptr.To(false)))
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		Expect(put(nobody, "", "")).To(Succeed())
 	})
 
 	It("kept etcd's member list and the StatefulSet in agreement at every observed step", func() {

@@ -82,6 +82,9 @@ func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.De
 	s.ClientEndpoint = obs.clientEndpoint
 	s.Selector = labels.SelectorFromSet(resources.SelectorLabels(c)).String()
 	s.TLS = obs.tlsStatus
+	if obs.authEnabled != nil {
+		s.AuthEnabled = obs.authEnabled
+	}
 	var refusal tlsRefusal
 	refused := errors.As(reconcileErr, &refusal)
 

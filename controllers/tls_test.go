@@ -127,6 +127,11 @@ var _ = Describe("EtcdCluster TLS", func() {
 		c.Spec.TLS.CertificateDuration = &metav1.Duration{Duration: time.Minute}
 		c.Spec.TLS.RenewBefore = nil
 		Expect(k8sClient.Create(ctx, c)).To(MatchError(ContainSubstring("tls.certificateDuration must be at least 10m")))
+
+		plain := newCluster(watchedNS)
+		plain.Spec.TLS.Enabled = ptr.To(false)
+		plain.Spec.Auth.Enabled = true
+		Expect(k8sClient.Create(ctx, plain)).To(MatchError(ContainSubstring("auth.enabled needs TLS")))
 	})
 
 	It("signs with a CA the user supplies, and says so when it is missing", func() {

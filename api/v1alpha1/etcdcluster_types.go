@@ -12,6 +12,7 @@ import (
 // version has moved.
 // +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="storageClassName is immutable: existing volumes cannot move to another storage class"
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="bootstrap is immutable: it can only be set when the cluster is created"
+// +kubebuilder:validation:XValidation:rule="!has(self.auth) || !has(self.auth.enabled) || !self.auth.enabled || !has(self.tls) || !has(self.tls.enabled) || self.tls.enabled",message="auth.enabled needs TLS (tls.enabled): the operator and backups authenticate as root with the cluster's client certificate, and passwords must not cross the network in plaintext"
 type EtcdClusterSpec struct {
 	// Version of etcd to run, as X.Y.Z. The image tag is v<version>.
 	// Patch versions may go up or down; minor versions only up, one at a time.
@@ -93,6 +94,11 @@ type EtcdClusterSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="TLS"
 	TLS TLSSpec `json:"tls,omitempty"`
 
+	// Auth turns on etcd's authentication on a running cluster: clients must then be a user etcd knows.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Authentication"
+	Auth AuthSpec `json:"auth,omitempty"`
+
 	// Bootstrap says where a new cluster's data comes from: empty starts an empty cluster. Set it when
 	// creating the cluster; it cannot be added, changed or removed afterwards.
 	// +optional
@@ -135,6 +141,24 @@ type TLSSpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="tls.renewBefore must be at least 1m"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Renew before",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	RenewBefore *metav1.Duration `json:"renewBefore,omitempty"`
+}
+
+// AuthSpec configures etcd authentication (users, roles and permissions are etcd's own: manage them with
+// etcdctl as root).
+type AuthSpec struct {
+	// Enabled turns authentication on: the operator creates the root user (root role) with the password
+	// from rootPasswordSecretName and enables authentication; false turns it off again (users are kept).
+	// With TLS, a client certificate authenticates as the user named by its common name; the cluster's
+	// client certificate (status.tls.clientSecretName) is root's.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Authentication enabled",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
+	Enabled bool `json:"enabled,omitempty"`
+	// RootPasswordSecretName names a Secret whose key "password" holds the root user's password, used
+	// when the operator creates the root user. Empty: the operator generates one in <cluster>-root-password.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Root password Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
+	RootPasswordSecretName string `json:"rootPasswordSecretName,omitempty"`
 }
 
 // CertificateStatus is one certificate the operator manages.
@@ -418,6 +442,10 @@ type EtcdClusterStatus struct {
 	// RestoredFrom is the snapshot the cluster was bootstrapped from, once every member restored it.
 	// +optional
 	RestoredFrom string `json:"restoredFrom,omitempty"`
+	// AuthEnabled is whether etcd authentication is on, as etcd reports it.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Authentication enabled",xDescriptors={"urn:alm:descriptor:text"}
+	AuthEnabled *bool `json:"authEnabled,omitempty"`
 	// TLS reports whether TLS is on, where the client certificate is, and when certificates expire.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="TLS"

@@ -51,6 +51,12 @@ type Client interface {
 	Remove(ctx context.Context, id uint64) error
 	// MoveLeader hands leadership to another voter; the client must be connected to the leader.
 	MoveLeader(ctx context.Context, to uint64) error
+	// AuthEnabled reports whether etcd authentication is on.
+	AuthEnabled(ctx context.Context) (bool, error)
+	// EnableAuth creates the root user (with the root role) if it is missing and turns authentication on.
+	EnableAuth(ctx context.Context, rootPassword string) error
+	// DisableAuth turns authentication off; users and roles are kept.
+	DisableAuth(ctx context.Context) error
 	Close() error
 }
 
@@ -193,4 +199,39 @@ func ClientTLSConfigFromFiles(caFile, certFile, keyFile string) (*tls.Config, er
 		pems[i] = b
 	}
 	return ClientTLSConfig(pems[0], pems[1], pems[2])
+}
+
+func (c *client) AuthEnabled(ctx context.Context) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.c.AuthStatus(ctx)
+	if err != nil {
+		return false, fmt.Errorf("authentication status: %w", err)
+	}
+	return resp.Enabled, nil
+}
+
+func (c *client) EnableAuth(ctx context.Context, rootPassword string) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	// etcd refuses to enable authentication without a root user holding the root role.
+	if _, err := c.c.UserAdd(ctx, "root", rootPassword); err != nil && !errors.Is(err, rpctypes.ErrUserAlreadyExist) {
+		return fmt.Errorf("add the root user: %w", err)
+	}
+	if _, err := c.c.UserGrantRole(ctx, "root", "root"); err != nil {
+		return fmt.Errorf("grant the root role: %w", err)
+	}
+	if _, err := c.c.AuthEnable(ctx); err != nil {
+		return fmt.Errorf("enable authentication: %w", err)
+	}
+	return nil
+}
+
+func (c *client) DisableAuth(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	if _, err := c.c.AuthDisable(ctx); err != nil {
+		return fmt.Errorf("disable authentication: %w", err)
+	}
+	return nil
 }

@@ -32,6 +32,7 @@ const (
 	ComponentEtcd   = "member"
 	ComponentBackup = "backup"
 	ComponentTLS    = "tls"
+	ComponentAuth   = "auth"
 )
 
 // Paths inside the etcd container.

@@ -1,0 +1,122 @@
+package controllers
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/membership"
+	"github.com/seedops/etcd-operator/internal/resources"
+)
+
+// Event reasons of authentication.
+const (
+	ReasonAuthEnabled  = "AuthEnabled"
+	ReasonAuthDisabled = "AuthDisabled"
+)
+
+// rootPasswordKey is the key of the root password in its Secret.
+const rootPasswordKey = "password"
+
+// authRetry is how often a missing or incomplete password Secret (not watched) is looked for again.
+const authRetry = 15 * time.Second
+
+func rootPasswordSecretName(c *etcdv1alpha1.EtcdCluster) string {
+	if c.Spec.Auth.RootPasswordSecretName != "" {
+		return c.Spec.Auth.RootPasswordSecretName
+	}
+	return c.Name + "-root-password"
+}
+
+// reconcileAuth turns etcd authentication on or off as the spec says. It acts only on a reachable cluster
+// with no membership step in flight (one change to etcd at a time), and never logs the password. With
+// TLS, the operator's client certificate (common name root) keeps working once authentication is on.
+func (r *EtcdClusterReconciler) reconcileAuth(ctx context.Context, c *etcdv1alpha1.EtcdCluster, d membership.Decision, obs observation) error {
+	want := c.Spec.Auth.Enabled
+	if want {
+		password, err := r.rootPassword(ctx, c)
+		if err != nil || obs.authEnabled == nil || *obs.authEnabled || !obs.reachable || d.InProgress() {
+			return err
+		}
+		cli, err := r.dial(ctx, c, &obs, sortedClientURLs(obs))
+		if err != nil {
+			return err
+		}
+		defer func() { _ = cli.Close() }()
+		if err := cli.EnableAuth(ctx, password); err != nil {
+			return err
+		}
+		logf.FromContext(ctx).Info("enabled etcd authentication")
+		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonAuthEnabled, "EnableAuth",
+			"etcd authentication enabled; root's password is in Secret %s", rootPasswordSecretName(c))
+		return nil
+	}
+	if obs.authEnabled == nil || !*obs.authEnabled || !obs.reachable || d.InProgress() {
+		return nil
+	}
+	cli, err := r.dial(ctx, c, &obs, sortedClientURLs(obs))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cli.Close() }()
+	if err := cli.DisableAuth(ctx); err != nil {
+		return err
+	}
+	logf.FromContext(ctx).Info("disabled etcd authentication")
+	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonAuthDisabled, "DisableAuth", "etcd authentication disabled (users and roles kept)")
+	return nil
+}
+
+// rootPassword reads the root password from the user's Secret, or from the operator's own Secret, which
+// it creates with a random password the first time.
+func (r *EtcdClusterReconciler) rootPassword(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (string, error) {
+	name := rootPasswordSecretName(c)
+	var reader client.Reader = r.Client
+	if c.Spec.Auth.RootPasswordSecretName != "" && r.APIReader != nil {
+		reader = r.APIReader // not the operator's: not in its label-filtered cache
+	}
+	secret := &corev1.Secret{}
+	err := reader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, secret)
+	switch {
+	case err == nil:
+		if p := secret.Data[rootPasswordKey]; len(p) > 0 {
+			return string(p), nil
+		}
+		return "", waitError{fmt.Errorf("Secret %s has no %q key for the root password", name, rootPasswordKey), authRetry}
+	case !apierrors.IsNotFound(err):
+		return "", err
+	case c.Spec.Auth.RootPasswordSecretName != "":
+		return "", waitError{fmt.Errorf("root password Secret %s named by spec.auth.rootPasswordSecretName not found", name), authRetry}
+	}
+	buf := make([]byte, 24)
+	if _, err := rand.Read(buf); err != nil {
+		return "", err
+	}
+	password := base64.RawURLEncoding.EncodeToString(buf)
+	ac := corev1ac.Secret(name, c.Namespace).
+		WithLabels(resources.Labels(c, resources.ComponentAuth)).
+		WithOwnerReferences(resources.OwnerReference(c)).
+		WithType(corev1.SecretTypeOpaque).
+		WithData(map[string][]byte{rootPasswordKey: []byte(password)})
+	if err := r.Apply(ctx, ac, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return "", fmt.Errorf("create root password Secret %s: %w", name, err)
+	}
+	return password, nil
+}
+
+func sortedClientURLs(obs observation) []string {
+	var out []string
+	for _, u := range obs.clientURLs {
+		out = append(out, u)
+	}
+	return out
+}
