@@ -65,6 +65,7 @@ func main() {
 	options.ClusterDomain = clusterDomain
 	options.OperatorImage = envOr("OPERATOR_IMAGE", options.OperatorImage)
 	options.RelatedImages = resources.RelatedImagesFromEnv(os.Environ())
+	options.OperatorNamespace = os.Getenv("OPERATOR_NAMESPACE")
 
 	var tlsOpts []func(*tls.Config)
 	if !enableHTTP2 {

@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -37,6 +38,7 @@ func CacheOptions(watchNamespace string) cache.Options {
 		&corev1.Pod{}:                   owned,
 		&corev1.PersistentVolumeClaim{}: owned,
 		&policyv1.PodDisruptionBudget{}: owned,
+		&networkingv1.NetworkPolicy{}:   owned,
 		&batchv1.CronJob{}:              owned,
 		&batchv1.Job{}:                  owned,
 		// Only the operator's certificate Secrets: never the namespaces' other Secrets.

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -171,5 +172,27 @@ var _ = Describe("EtcdCluster TLS", func() {
 		Eventually(condition(ctx, c, etcdv1alpha1.ConditionDegraded), timeout, interval).Should(And(
 			statusIs(metav1.ConditionTrue, ReasonReconcileFailed), HaveField("Message", ContainSubstring("rotating a cluster's CA is not supported"))))
 		Expect(secret(c, resources.ServerSecretName(c)).Data).To(Equal(server.Data), "the server certificate is left as it was")
+	})
+})
+
+var _ = Describe("EtcdCluster NetworkPolicy", func() {
+	ctx := context.Background()
+
+	It("is created only when enabled, and deleted when turned off", func() {
+		c := newCluster(watchedNS)
+		createAndSettle(ctx, c)
+		np := &networkingv1.NetworkPolicy{}
+		npKey := key(c.Namespace, resources.NetworkPolicyName(c))
+		Expect(k8sClient.Get(ctx, npKey, np)).To(Satisfy(apierrors.IsNotFound), "off by default")
+
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.NetworkPolicy.Enabled = true })).To(Succeed())
+		Eventually(func() error { return k8sClient.Get(ctx, npKey, np) }, timeout, interval).Should(Succeed())
+		Expect(np.OwnerReferences).To(ContainElement(HaveField("UID", c.UID)))
+		Expect(np.Spec.PodSelector.MatchLabels).To(Equal(resources.SelectorLabels(c)))
+		Expect(np.Spec.Ingress).To(HaveLen(3))
+		Expect(np.Spec.Ingress[1].From).To(ContainElement(HaveField("PodSelector.MatchLabels", HaveKeyWithValue(resources.LabelClient, c.Name))))
+
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.NetworkPolicy.Enabled = false })).To(Succeed())
+		Eventually(func() error { return k8sClient.Get(ctx, npKey, np) }, timeout, interval).Should(Satisfy(apierrors.IsNotFound))
 	})
 })

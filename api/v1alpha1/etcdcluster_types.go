@@ -94,6 +94,14 @@ type EtcdClusterSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="TLS"
 	TLS TLSSpec `json:"tls,omitempty"`
 
+	// NetworkPolicy, when enabled, creates a NetworkPolicy that admits to the members only their peers, the
+	// operator, the cluster's backup pods and pods labelled etcd.seedops.io/client=<cluster name> in the
+	// namespace (the metrics port stays open for probes and monitoring). It needs a network plugin that
+	// enforces NetworkPolicy.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network policy"
+	NetworkPolicy NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
 	// Auth turns on etcd's authentication on a running cluster: clients must then be a user etcd knows.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Authentication"
@@ -141,6 +149,14 @@ type TLSSpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="tls.renewBefore must be at least 1m"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Renew before",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	RenewBefore *metav1.Duration `json:"renewBefore,omitempty"`
+}
+
+// NetworkPolicySpec configures the cluster's NetworkPolicy.
+type NetworkPolicySpec struct {
+	// Enabled creates the NetworkPolicy; false deletes it.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network policy enabled",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
+	Enabled bool `json:"enabled,omitempty"`
 }
 
 // AuthSpec configures etcd authentication (users, roles and permissions are etcd's own: manage them with

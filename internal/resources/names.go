@@ -51,6 +51,8 @@ type Options struct {
 	// RelatedImages maps etcd versions ("3.5.35") to the image to run for clusters that use the default
 	// repository: OLM rewrites these (RELATED_IMAGE_ETCD_*) to digests or a mirror in disconnected installs.
 	RelatedImages map[string]string
+	// OperatorNamespace is where the operator runs (its NetworkPolicy peer); empty allows any namespace.
+	OperatorNamespace string
 }
 
 // DefaultRepository is the official etcd image repository.

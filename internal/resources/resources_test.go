@@ -102,6 +102,7 @@ func TestGolden(t *testing.T) {
 		"design-client-service.yaml": ClientService(designCluster()),
 		"design-configmap.yaml":      ConfigMap(designCluster(), BootstrapConfig(designCluster(), 3, o)),
 		"design-pdb.yaml":            PodDisruptionBudget(designCluster(), 3),
+		"design-networkpolicy.yaml":  NetworkPolicy(designCluster(), Options{ClusterDomain: "cluster.local", OperatorNamespace: "etcd-operator-system"}),
 		"design-cronjob.yaml":        BackupCronJob(designCluster(), o),
 		"custom-statefulset.yaml":    StatefulSet(customCluster(), 5, o, nil),
 		"design-backup-pvc.yaml":     BackupPVC(designCluster(), BackupDestination(designCluster(), nil)),
