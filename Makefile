@@ -70,7 +70,7 @@ vet: ## go vet.
 
 .PHONY: test
 test: manifests generate fmt vet envtest etcd minio ## Unit, golden-file, real-etcd, real-S3 and envtest suites, then bundle and catalog validation (offline).
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" ETCD_BIN_DIR="$(ETCD_BIN)" MINIO_BIN="$(MINIO)" go test $$(go list ./... | grep -v /tests/e2e) -coverprofile cover.out
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" ETCD_BIN_DIR="$(ETCD_BIN)" MINIO_BIN="$(MINIO)" go test -tags failpoints $$(go list ./... | grep -v /tests/e2e) -coverprofile cover.out
 	$(MAKE) bundle-validate
 
 .PHONY: bench

@@ -33,6 +33,7 @@ import (
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	"github.com/seedops/etcd-operator/internal/etcd"
+	"github.com/seedops/etcd-operator/internal/failpoint"
 	"github.com/seedops/etcd-operator/internal/membership"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
@@ -249,6 +250,9 @@ func (r *EtcdClusterReconciler) reconcileStatefulSet(ctx context.Context, c *etc
 	}
 	changed, err := applyIfChanged(ctx, r.Client, existing, desired, extractStatefulSet)
 	r.applied(ctx, c, changed, "StatefulSet", resources.StatefulSetName(c))
+	if changed {
+		failpoint.Inject(failpoint.AfterStatefulSetApply)
+	}
 	return err
 }
 

@@ -14,6 +14,7 @@ import (
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	"github.com/seedops/etcd-operator/internal/etcd"
+	"github.com/seedops/etcd-operator/internal/failpoint"
 	"github.com/seedops/etcd-operator/internal/membership"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
@@ -88,6 +89,7 @@ func (r *EtcdClusterReconciler) takeStep(ctx context.Context, c *etcdv1alpha1.Et
 		return fmt.Errorf("%s: %w", d.Message, err)
 	}
 	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonMemberStep, string(a.Type), "%s", d.Message)
+	failpoint.Inject(failpoint.AfterMembershipStep)
 	return nil
 }
 

@@ -21,6 +21,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,6 +32,7 @@ import (
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	"github.com/seedops/etcd-operator/internal/etcd"
 	"github.com/seedops/etcd-operator/internal/etcdtest"
+	"github.com/seedops/etcd-operator/internal/failpoint"
 	"github.com/seedops/etcd-operator/internal/pki"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
@@ -124,6 +126,7 @@ func (k *fakeKubelet) sync(ctx context.Context) {
 	if k.c.TLS != nil && !k.materializeTLS(ctx) {
 		return
 	}
+	k.releaseDeletedClaims(ctx)
 	replicas := int(*sts.Spec.Replicas)
 	for i := range maxMembers {
 		name := resources.MemberName(k.cluster, i)
@@ -149,11 +152,57 @@ func (k *fakeKubelet) sync(ctx context.Context) {
 			continue
 		}
 		if !k.c.Running(i) {
+			if !k.ensureClaim(ctx, i) {
+				continue
+			}
 			_ = k.c.Start(i, cm.Data["ETCD_INITIAL_CLUSTER"], cm.Data["ETCD_INITIAL_CLUSTER_STATE"])
 		}
 		k.setReady(ctx, pod, i)
 	}
 	k.checkAgreement(ctx)
+}
+
+// ensureClaim plays the member's volume claim: the data directory lives as long as the claim, so a claim the
+// operator deleted (or one never created) comes back empty, and a retained claim keeps its data. It reports
+// whether the claim is there to start the member on.
+func (k *fakeKubelet) ensureClaim(ctx context.Context, i int) bool {
+	name := resources.DataVolumeName + "-" + resources.MemberName(k.cluster, i)
+	pvc := &corev1.PersistentVolumeClaim{}
+	err := k8sClient.Get(ctx, key(realNS, name), pvc)
+	switch {
+	case err == nil:
+		return pvc.DeletionTimestamp.IsZero()
+	case !apierrors.IsNotFound(err):
+		return false
+	}
+	if err := k.c.Wipe(i); err != nil {
+		return false
+	}
+	pvc = &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: realNS, Labels: resources.Labels(k.cluster, resources.ComponentEtcd)},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+	}
+	return k8sClient.Create(ctx, pvc) == nil
+}
+
+// releaseDeletedClaims plays the pvc-protection controller: a deleted claim goes once no member process
+// uses it, and its data with it.
+func (k *fakeKubelet) releaseDeletedClaims(ctx context.Context) {
+	claims := &corev1.PersistentVolumeClaimList{}
+	if k8sClient.List(ctx, claims, client.InNamespace(realNS), client.MatchingLabels(resources.SelectorLabels(k.cluster))) != nil {
+		return
+	}
+	for i := range claims.Items {
+		pvc := &claims.Items[i]
+		ord := ordinalOf(k.cluster, strings.TrimPrefix(pvc.Name, resources.DataVolumeName+"-"))
+		if pvc.DeletionTimestamp.IsZero() || ord < 0 || k.c.Running(ord) || len(pvc.Finalizers) == 0 {
+			continue
+		}
+		_ = k.c.Wipe(ord)
+		pvc.Finalizers = nil
+		_ = k8sClient.Update(ctx, pvc)
+	}
 }
 
 func (k *fakeKubelet) replicas(ctx context.Context) int {
@@ -475,6 +524,41 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 			g.Expect(c.Status.AuthEnabled).To(Equal(ptr.To(false)))
 		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 		Expect(put(nobody, "", "")).To(Succeed())
+	})
+
+	It("converges when the operator crashes right after each kind of step (failpoints)", func() {
+		Expect(failpoint.Enabled).To(BeTrue(), "build the tests with -tags failpoints, as make test does")
+		for _, name := range failpoint.All {
+			failpoint.Arm(name, 2)
+		}
+		start := time.Now()
+		memberLogs := func() string { return "member 3:\n" + procs.Log(3) + "\nmember 4:\n" + procs.Log(4) }
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.Replicas = 5 })).To(Succeed())
+		Eventually(running(5), 180*time.Second, 250*time.Millisecond).Should(Succeed(), memberLogs)
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.Replicas = 3 })).To(Succeed())
+		Eventually(running(3), 180*time.Second, 250*time.Millisecond).Should(Succeed(), memberLogs)
+		// A certificate renewal: the client certificate is replaced by one that is due.
+		caSecret, clientSecret := &corev1.Secret{}, &corev1.Secret{}
+		Expect(k8sClient.Get(ctx, key(realNS, resources.CASecretName(c)), caSecret)).To(Succeed())
+		Expect(k8sClient.Get(ctx, key(realNS, resources.ClientSecretName(c)), clientSecret)).To(Succeed())
+		ca, err := pki.ParseCA(caSecret.Data["tls.crt"], caSecret.Data["tls.key"])
+		Expect(err).NotTo(HaveOccurred())
+		short, shortKey, err := ca.Issue(pki.Request{CommonName: resources.ClientCommonName, Usage: pki.ClientOnly, Validity: time.Minute}, time.Now())
+		Expect(err).NotTo(HaveOccurred())
+		clientSecret.Data["tls.crt"], clientSecret.Data["tls.key"] = short, shortKey
+		Expect(k8sClient.Update(ctx, clientSecret)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, key(realNS, resources.ClientSecretName(c)), clientSecret)).To(Succeed())
+			cert, err := pki.ParseCertificate(clientSecret.Data["tls.crt"])
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(cert.NotAfter).To(BeTemporally(">", time.Now().Add(24*time.Hour)))
+		}, 60*time.Second, 200*time.Millisecond).Should(Succeed())
+		Eventually(running(3), 60*time.Second, 250*time.Millisecond).Should(Succeed())
+		fired := failpoint.Fired()
+		GinkgoWriter.Printf("failpoints fired: %v; scale 3->5->3 and a renewal converged in %s\n", fired, time.Since(start))
+		for _, name := range failpoint.All {
+			Expect(fired[name]).To(BeNumerically(">=", 1), "failpoint %s never fired", name)
+		}
 	})
 
 	It("kept etcd's member list and the StatefulSet in agreement at every observed step", func() {

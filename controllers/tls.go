@@ -18,6 +18,7 @@ import (
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	"github.com/seedops/etcd-operator/internal/etcd"
+	"github.com/seedops/etcd-operator/internal/failpoint"
 	"github.com/seedops/etcd-operator/internal/pki"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
@@ -210,6 +211,7 @@ func (r *EtcdClusterReconciler) reconcileTLS(ctx context.Context, c *etcdv1alpha
 		logf.FromContext(ctx).Info("certificate "+verb, "certificate", leaf.Name, "secret", leaf.SecretName)
 		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, eventReason, "Issue", "%s certificate %s in Secret %s",
 			leaf.Name, verb, leaf.SecretName)
+		failpoint.Inject(failpoint.AfterCertificateIssued)
 	}
 	return nil
 }

@@ -1,0 +1,22 @@
+// Package failpoint crashes the operator at named points, so tests can prove that every step of scaling,
+// upgrading, healing, restoring and certificate rotation resumes after a crash right after it. Failpoints
+// exist only in builds with the `failpoints` tag (the test suites'); release builds compile Inject to
+// nothing.
+package failpoint
+
+// Names of the failpoints: each fires right after the step it names has taken effect.
+const (
+	// AfterMembershipStep fires after any planned membership step (add learner, promote, remove, move
+	// leader, delete a pod for an upgrade or heal, mark or delete a volume).
+	AfterMembershipStep = "after-membership-step"
+	// AfterStatefulSetApply fires after the StatefulSet changed (a new size, image or restore source).
+	AfterStatefulSetApply = "after-statefulset-apply"
+	// AfterCertificateIssued fires after a certificate Secret was written (issue or renewal).
+	AfterCertificateIssued = "after-certificate-issued"
+)
+
+// All is every failpoint.
+var All = []string{AfterMembershipStep, AfterStatefulSetApply, AfterCertificateIssued}
+
+// Crash is the panic value of a failpoint that fired.
+type Crash struct{ Name string }
