@@ -3,13 +3,17 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 )
 
 // FieldOwner is the server-side apply field manager of everything this operator writes.
@@ -54,4 +58,33 @@ func applyIfChanged[O client.Object, A any](ctx context.Context, c client.Client
 		return false, fmt.Errorf("apply %T %s: %w", existing, key, err)
 	}
 	return true, nil
+}
+
+// appliedObjects collects, for one reconcile, the objects an apply changed, so the reconcile records one
+// Applied event naming them all. One event per reconcile, not one per object: client-go's event
+// broadcaster folds events of the same object, reason and action seen within 6 minutes into a series,
+// and closes every series with one more PATCH 6 minutes later, a write long after the cluster settled.
+type appliedObjects struct{ names []string }
+
+type appliedObjectsKey struct{}
+
+// withAppliedObjects returns a context whose applies are collected in the returned list.
+func withAppliedObjects(ctx context.Context) (context.Context, *appliedObjects) {
+	l := &appliedObjects{}
+	return context.WithValue(ctx, appliedObjectsKey{}, l), l
+}
+
+// maxEventNote is the API's limit on an event's note.
+const maxEventNote = 1024
+
+// record emits the reconcile's one Applied event, if any apply changed something.
+func (l *appliedObjects) record(r *EtcdClusterReconciler, c *etcdv1alpha1.EtcdCluster) {
+	if len(l.names) == 0 {
+		return
+	}
+	note := strings.Join(l.names, ", ") + " applied"
+	if len(note) > maxEventNote {
+		note = note[:maxEventNote-3] + "..."
+	}
+	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonApplied, "Apply", "%s", note)
 }

@@ -98,6 +98,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, nil
 	}
 	before := cluster.DeepCopy()
+	ctx, appliedObjs := withAppliedObjects(ctx) // one Applied event per reconcile (apply.go)
 
 	// 2. Observe.
 	obs, err := r.observe(ctx, cluster)
@@ -110,6 +111,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	// 5. (deferred) Report, whatever happened in step 4.
 	defer func() {
 		cluster.Status = computeStatus(cluster, obs, decision, retErr, time.Now())
+		appliedObjs.record(r, cluster)
 		if retErr != nil {
 			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, ReasonReconcileFailed, "Reconcile", "%v", retErr)
 		}
@@ -161,12 +163,17 @@ func (r *EtcdClusterReconciler) requeueAfter(c *etcdv1alpha1.EtcdCluster, obs ob
 	}
 }
 
-// applied records an event and a log line when an apply changed something.
+// applied logs an apply that changed something and adds it to the reconcile's Applied event (or, outside
+// a reconcile that collects them, records an event of its own).
 func (r *EtcdClusterReconciler) applied(ctx context.Context, c *etcdv1alpha1.EtcdCluster, changed bool, kind, name string) {
 	if !changed {
 		return
 	}
 	logf.FromContext(ctx).Info("applied", "kind", kind, "object", name)
+	if l, ok := ctx.Value(appliedObjectsKey{}).(*appliedObjects); ok {
+		l.names = append(l.names, kind+" "+name)
+		return
+	}
 	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonApplied, "Apply", "%s %s applied", kind, name)
 }
 
