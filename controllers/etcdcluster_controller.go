@@ -23,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -65,6 +66,9 @@ type EtcdClusterReconciler struct {
 	HealthInterval time.Duration
 	// StepInterval is the short backoff while an operation is in flight (default 2s).
 	StepInterval time.Duration
+	// MaxConcurrentReconciles is how many clusters are reconciled at once (default 1); a cluster is
+	// never reconciled twice at the same time.
+	MaxConcurrentReconciles int
 }
 
 // +kubebuilder:rbac:groups=etcd.seedops.io,resources=etcdclusters,verbs=get;list;watch
@@ -342,6 +346,7 @@ func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) *builder.Typ
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(backupJobToCluster)).
 		// A restored cluster waits for its EtcdBackup to succeed.
 		Watches(&etcdv1alpha1.EtcdBackup{}, handler.EnqueueRequestsFromMapFunc(r.backupToRestoringClusters)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Named("etcdcluster")
 }
 
