@@ -181,7 +181,8 @@ func main() {
 	w("The baseline is the practical limit: the same ConfigMap, Services and StatefulSet the operator would\n")
 	w("create (its own builders: same image, probes, 1 GiB volumes, Parallel start, static initial cluster),\n")
 	w("applied by hand without the operator. \"Available\": the cluster's status Available and Running for the\n")
-	w("current generation with every member ready; the baseline: every member pod Ready (etcd `/health`).\n\n")
+	w("current generation with every member pod ready and etcd's member list, as status reports it, exactly the\n")
+	w("spec's members, each a healthy voter; the baseline: every member pod Ready (etcd `/health`).\n\n")
 	if haveAvail {
 		w("### Time to Available (s)\n\n| members | operator | bare StatefulSet | ratio | load (1 min) |\n|---|---|---|---|---|\n")
 		for _, n := range []float64{1, 3, 5} {
