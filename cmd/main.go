@@ -48,6 +48,7 @@ func main() {
 	var metricsAddr, probeAddr, clusterDomain string
 	var enableLeaderElection, secureMetrics, enableHTTP2 bool
 	var healAfter, healthInterval time.Duration
+	var maxConcurrentReconciles int
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "Metrics endpoint address (:8443 for HTTPS, :8080 for HTTP, 0 to disable).")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Health and readiness probe address.")
 	flag.BoolVar(&enableLeaderElection, "leader-elect", false, "Elect a leader so only one operator replica is active.")
@@ -56,6 +57,7 @@ func main() {
 	flag.StringVar(&clusterDomain, "cluster-domain", envOr("CLUSTER_DOMAIN", "cluster.local"), "DNS domain of the Kubernetes cluster.")
 	flag.DurationVar(&healAfter, "heal-after", 3*time.Minute, "How long a member may stay unhealthy before it is replaced (only while quorum holds).")
 	flag.DurationVar(&healthInterval, "health-interval", 30*time.Second, "How often a cluster at rest is health-checked.")
+	flag.IntVar(&maxConcurrentReconciles, "max-concurrent-reconciles", 4, "How many EtcdClusters are reconciled at once (each one by one worker at a time).")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -99,6 +101,8 @@ func main() {
 		Dialer:         etcd.NewDialer(5 * time.Second),
 		HealAfter:      healAfter,
 		HealthInterval: healthInterval,
+
+		MaxConcurrentReconciles: maxConcurrentReconciles,
 	}).SetupWithManager(mgr); err != nil {
 		setupLog.Error(err, "unable to create controller", "controller", "EtcdCluster")
 		os.Exit(1)

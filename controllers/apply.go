@@ -2,14 +2,22 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"hash/fnv"
+	"reflect"
+	"strings"
+	"sync"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 )
 
 // FieldOwner is the server-side apply field manager of everything this operator writes.
@@ -35,13 +43,21 @@ func applyIfChanged[O client.Object, A any](ctx context.Context, c client.Client
 	}
 	key := client.ObjectKey{Namespace: *meta.GetNamespace(), Name: *meta.GetName()}
 	err := c.Get(ctx, key, existing)
+	ck := fmt.Sprintf("%T/%s", existing, key)
+	hash, hashErr := hashOf(desired)
 	switch {
 	case err == nil:
+		if hashErr == nil && unchanged.is(ck, existing.GetResourceVersion(), hash) {
+			return false, nil
+		}
 		current, err := extract(existing, FieldOwner)
 		if err != nil {
 			return false, fmt.Errorf("extract owned fields of %s: %w", key, err)
 		}
 		if equality.Semantic.DeepEqual(current, desired) {
+			if hashErr == nil {
+				unchanged.set(ck, existing.GetResourceVersion(), hash)
+			}
 			return false, nil
 		}
 		if log := logf.FromContext(ctx).V(1); log.Enabled() {
@@ -50,8 +66,117 @@ func applyIfChanged[O client.Object, A any](ctx context.Context, c client.Client
 	case !apierrors.IsNotFound(err):
 		return false, fmt.Errorf("get %s: %w", key, err)
 	}
+	unchanged.forget(ck)
 	if err := c.Apply(ctx, ac, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return false, fmt.Errorf("apply %T %s: %w", existing, key, err)
 	}
+	// The apply answered with the object as it now is (decoded into desired): exactly the desired
+	// fields are ours at the resourceVersion it returned.
+	if rv := resourceVersionOf(desired); rv != "" && hashErr == nil {
+		unchanged.set(ck, rv, hash)
+	}
 	return true, nil
+}
+
+// unchanged remembers, per object, the resourceVersion at which the fields this operator owns were
+// last found (or made) equal to the desired apply configuration, with a hash of that configuration.
+// While neither the object nor the desired configuration changed, applyIfChanged skips extracting the
+// owned fields from managedFields, which is most of a steady reconcile's allocation. Any change to the
+// object (another writer, a deletion and re-creation, a status update) changes its resourceVersion and
+// brings the full comparison back.
+var unchanged = &noopCache{entries: map[string]noopEntry{}}
+
+type noopEntry struct {
+	resourceVersion string
+	hash            uint64
+}
+
+type noopCache struct {
+	mu      sync.Mutex
+	entries map[string]noopEntry
+}
+
+func (n *noopCache) is(key, rv string, hash uint64) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	e, ok := n.entries[key]
+	return ok && rv != "" && e.resourceVersion == rv && e.hash == hash
+}
+
+// maxNoopEntries bounds the cache (entries of deleted clusters are never looked up again): past it,
+// the cache starts over, which costs one full comparison per object.
+const maxNoopEntries = 50000
+
+func (n *noopCache) set(key, rv string, hash uint64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.entries) >= maxNoopEntries {
+		clear(n.entries)
+	}
+	n.entries[key] = noopEntry{resourceVersion: rv, hash: hash}
+}
+
+func (n *noopCache) forget(key string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.entries, key)
+}
+
+func hashOf(desired any) (uint64, error) {
+	b, err := json.Marshal(desired)
+	if err != nil {
+		return 0, err
+	}
+	h := fnv.New64a()
+	_, _ = h.Write(b)
+	return h.Sum64(), nil
+}
+
+// resourceVersionOf reads the resourceVersion an apply response left in an apply configuration.
+func resourceVersionOf(desired any) string {
+	v := reflect.ValueOf(desired)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return ""
+	}
+	if v.Elem().Kind() != reflect.Struct {
+		return ""
+	}
+	sf, ok := v.Elem().Type().FieldByName("ResourceVersion")
+	if !ok {
+		return ""
+	}
+	f, err := v.Elem().FieldByIndexErr(sf.Index) // the embedded object metadata may be nil
+	if err != nil || f.Kind() != reflect.Pointer || f.IsNil() || f.Elem().Kind() != reflect.String {
+		return ""
+	}
+	return f.Elem().String()
+}
+
+// appliedObjects collects, for one reconcile, the objects an apply changed, so the reconcile records one
+// Applied event naming them all. One event per reconcile, not one per object: client-go's event
+// broadcaster folds events of the same object, reason and action seen within 6 minutes into a series,
+// and closes every series with one more PATCH 6 minutes later, a write long after the cluster settled.
+type appliedObjects struct{ names []string }
+
+type appliedObjectsKey struct{}
+
+// withAppliedObjects returns a context whose applies are collected in the returned list.
+func withAppliedObjects(ctx context.Context) (context.Context, *appliedObjects) {
+	l := &appliedObjects{}
+	return context.WithValue(ctx, appliedObjectsKey{}, l), l
+}
+
+// maxEventNote is the API's limit on an event's note.
+const maxEventNote = 1024
+
+// record emits the reconcile's one Applied event, if any apply changed something.
+func (l *appliedObjects) record(r *EtcdClusterReconciler, c *etcdv1alpha1.EtcdCluster) {
+	if len(l.names) == 0 {
+		return
+	}
+	note := strings.Join(l.names, ", ") + " applied"
+	if len(note) > maxEventNote {
+		note = note[:maxEventNote-3] + "..."
+	}
+	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonApplied, "Apply", "%s", note)
 }

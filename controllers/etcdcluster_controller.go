@@ -25,6 +25,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -70,6 +71,9 @@ type EtcdClusterReconciler struct {
 	HealthInterval time.Duration
 	// StepInterval is the short backoff while an operation is in flight (default 2s).
 	StepInterval time.Duration
+	// MaxConcurrentReconciles is how many clusters are reconciled at once (default 1); a cluster is
+	// never reconciled twice at the same time.
+	MaxConcurrentReconciles int
 }
 
 // +kubebuilder:rbac:groups=etcd.seedops.io,resources=etcdclusters,verbs=get;list;watch;patch
@@ -108,6 +112,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, r.settleTLS(ctx, cluster)
 	}
 	before := cluster.DeepCopy()
+	ctx, appliedObjs := withAppliedObjects(ctx) // one Applied event per reconcile (apply.go)
 
 	// 2. Observe.
 	obs, err := r.observe(ctx, cluster)
@@ -120,6 +125,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	// 5. (deferred) Report, whatever happened in step 4.
 	defer func() {
 		cluster.Status = computeStatus(cluster, obs, decision, retErr, time.Now())
+		appliedObjs.record(r, cluster)
 		if retErr != nil {
 			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, ReasonReconcileFailed, "Reconcile", "%v", retErr)
 		}
@@ -190,12 +196,17 @@ func (r *EtcdClusterReconciler) requeueAfter(c *etcdv1alpha1.EtcdCluster, obs ob
 	return after
 }
 
-// applied records an event and a log line when an apply changed something.
+// applied logs an apply that changed something and adds it to the reconcile's Applied event (or, outside
+// a reconcile that collects them, records an event of its own).
 func (r *EtcdClusterReconciler) applied(ctx context.Context, c *etcdv1alpha1.EtcdCluster, changed bool, kind, name string) {
 	if !changed {
 		return
 	}
 	logf.FromContext(ctx).Info("applied", "kind", kind, "object", name)
+	if l, ok := ctx.Value(appliedObjectsKey{}).(*appliedObjects); ok {
+		l.names = append(l.names, kind+" "+name)
+		return
+	}
 	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonApplied, "Apply", "%s %s applied", kind, name)
 }
 
@@ -369,6 +380,7 @@ func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) *builder.Typ
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(backupJobToCluster)).
 		// A restored cluster waits for its EtcdBackup to succeed.
 		Watches(&etcdv1alpha1.EtcdBackup{}, handler.EnqueueRequestsFromMapFunc(r.backupToRestoringClusters)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Named("etcdcluster")
 }
 

@@ -158,6 +158,9 @@ func (r *EtcdClusterReconciler) recordTransitions(before, after *etcdv1alpha1.Et
 		if old[cond.Type] == string(cond.Status)+"/"+cond.Reason || cond.Type == etcdv1alpha1.ConditionBackupSucceeded {
 			continue
 		}
+		if !reportedConditions.firstReport(after.UID, cond.Type, string(cond.Status)+"/"+cond.Reason) {
+			continue // already reported; this reconcile read a stale cluster (transitions.go)
+		}
 		typ := corev1.EventTypeNormal
 		if (cond.Type == etcdv1alpha1.ConditionDegraded && cond.Status == "True") ||
 			(cond.Type == etcdv1alpha1.ConditionAvailable && cond.Status == "False" && cond.Reason != ReasonBootstrapping) ||

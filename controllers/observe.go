@@ -284,7 +284,8 @@ func (obs observation) planInput(c *etcdv1alpha1.EtcdCluster, now time.Time, hea
 	}
 	for ord, pvc := range obs.pvcByOrdinal {
 		id, _ := strconv.ParseUint(pvc.Annotations[AnnotationMemberID], 16, 64)
-		in.Volumes[ord] = membership.Volume{MemberID: id, Replace: pvc.Annotations[AnnotationReplace] == "true"}
+		in.Volumes[ord] = membership.Volume{MemberID: id, Replace: pvc.Annotations[AnnotationReplace] == "true",
+			Deleting: !pvc.DeletionTimestamp.IsZero(), Created: pvc.CreationTimestamp.Time}
 	}
 	var leader uint64
 	for _, st := range obs.statuses {

@@ -158,6 +158,9 @@ func (d *driver) step(ctx context.Context) (membership.Decision, error) {
 		}
 	}
 	for i := range dec.Replicas {
+		if d.state.volumes[i].Deleting {
+			continue // its claim is being deleted: the pod cannot start again until a new claim exists
+		}
 		if !d.c.Running(i) {
 			cfg := d.c.InitialCluster(d.state.config.Ordinals)
 			if err := d.c.Start(i, cfg, d.state.config.State); err != nil {

@@ -127,6 +127,92 @@ func TestHealsMemberWhoseDataWasWiped(t *testing.T) {
 	}
 }
 
+// memberIDAt is the etcd member ID of ordinal i, or 0.
+func (d *driver) memberIDAt(ctx context.Context, i int) uint64 {
+	v, _ := d.view(ctx)
+	for _, m := range v.members {
+		if d.ordinalOf(m) == i {
+			return m.ID
+		}
+	}
+	return 0
+}
+
+// A member's claim is deleted (with its pod): the member is removed at once, long before HealAfter,
+// and re-added with an empty volume once the old claim is gone.
+func TestHealsMemberWhoseClaimIsDeletedWithoutWaiting(t *testing.T) {
+	ctx := context.Background()
+	d, stop := newCluster(t, 3)
+	defer stop()
+	before, oldID := d.members(ctx), d.memberIDAt(ctx, 2)
+	if d.state.volumes[2].MemberID != oldID {
+		t.Fatalf("claim of member 2 records %x, want %x", d.state.volumes[2].MemberID, oldID)
+	}
+	// The claim is deleted, then its pod: the claim stays (Terminating) until the pod is gone.
+	vol := d.state.volumes[2]
+	vol.Deleting = true
+	d.state.volumes[2] = vol
+	d.c.Stop(2)
+	start := time.Now()
+	d = d.restart(3, 0) // healAfter stays an hour
+	for !slices.Contains(d.state.steps, "Remove") {
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("member 2 not removed after its claim was deleted; steps %v", d.state.steps)
+		}
+		if dec, err := d.step(ctx); err == nil && dec.Phase == membership.PhaseBlocked {
+			t.Fatalf("blocked: %s", dec.Message)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// The pod is gone, so is the old claim and its data; the StatefulSet creates a new, empty claim.
+	if err := d.c.Wipe(2); err != nil {
+		t.Fatal(err)
+	}
+	delete(d.state.volumes, 2)
+	d.converge(ctx, 120*time.Second)
+	t.Logf("heal of a member whose claim was deleted: %s (HealAfter %s)", time.Since(start), d.healAfter)
+	if got := d.members(ctx); !slices.Equal(got, before) {
+		t.Fatalf("members after heal %v, want %v", got, before)
+	}
+	if d.memberIDAt(ctx, 2) == oldID {
+		t.Fatal("member 2 kept its old ID: it was not re-added")
+	}
+	if slices.Contains(d.state.steps, "MarkVolumeForReplacement") {
+		t.Fatalf("steps %v: a claim being deleted needs no mark", d.state.steps)
+	}
+}
+
+// The operator missed the claim's deletion: the member's pod is back on a new, empty claim created after
+// the member was seen unhealthy, and etcd refuses the member. It is replaced at once, not after HealAfter.
+func TestHealsMemberOnNewEmptyClaimWithoutWaiting(t *testing.T) {
+	ctx := context.Background()
+	d, stop := newCluster(t, 3)
+	defer stop()
+	before, oldID := d.members(ctx), d.memberIDAt(ctx, 2)
+	d.c.Stop(2)
+	if err := d.c.Wipe(2); err != nil {
+		t.Fatal(err)
+	}
+	d.state.unhealthySince[oldID] = time.Now() // status: seen unhealthy when its pod went
+	time.Sleep(10 * time.Millisecond)
+	d.state.volumes[2] = membership.Volume{Created: time.Now()} // the new claim, never recorded
+	start := time.Now()
+	d = d.restart(3, 0) // healAfter stays an hour
+	d.converge(ctx, 120*time.Second)
+	t.Logf("heal of a member back on an empty claim: %s (HealAfter %s)", time.Since(start), d.healAfter)
+	if got := d.members(ctx); !slices.Equal(got, before) {
+		t.Fatalf("members after heal %v, want %v", got, before)
+	}
+	if d.memberIDAt(ctx, 2) == oldID {
+		t.Fatal("member 2 kept its old ID: it was not replaced")
+	}
+	for _, s := range []string{"MarkVolumeForReplacement", "Remove", "DeleteVolume", "AddLearner", "Promote"} {
+		if !slices.Contains(d.state.steps, s) {
+			t.Fatalf("heal steps %v lack %s", d.state.steps, s)
+		}
+	}
+}
+
 func TestUnknownMemberIsReportedNotRemoved(t *testing.T) {
 	ctx := context.Background()
 	d, stop := newCluster(t, 3)

@@ -41,6 +41,10 @@ type Volume struct {
 	MemberID uint64
 	// Replace marks the claim's data for replacement (a heal in progress).
 	Replace bool
+	// Deleting is true once the claim has a deletion timestamp: its data goes with it, irrevocably.
+	Deleting bool
+	// Created is when the claim was created (zero if unknown).
+	Created time.Time
 }
 
 // Observed is everything Plan needs.
@@ -239,10 +243,20 @@ func Plan(o Observed) Decision {
 		return d
 	}
 
-	// 5. Heal: a voter unhealthy for too long, or whose data was replaced under it, gets a fresh start.
+	// 5. Heal: a voter unhealthy for too long, or whose data is provably gone, gets a fresh start.
 	for _, m := range ours {
 		v, hasVolume := o.Volumes[m.Ordinal]
+		if hasVolume && v.Deleting && v.MemberID == m.ID {
+			// The claim holding this member's data is being deleted: the data cannot come back, so the
+			// member is removed now (no mark: the claim carrying it is going), then re-added empty.
+			return removeSafely(m, PhaseHealing, fmt.Sprintf("removing %s: the volume claim holding its data is being deleted", m.Name))
+		}
 		dataLost := hasVolume && v.MemberID != 0 && v.MemberID != m.ID
+		// A claim never recorded as holding a member's data, created after this started member was last
+		// healthy (the controller records every healthy member's claim), cannot hold its data: the pod
+		// came back with an empty volume, which etcd refuses for an existing member.
+		dataLost = dataLost || (hasVolume && !v.Deleting && v.MemberID == 0 && m.Started && !m.Healthy &&
+			!m.UnhealthySince.IsZero() && !v.Created.IsZero() && v.Created.After(m.UnhealthySince))
 		tooLong := !m.Healthy && !m.UnhealthySince.IsZero() && o.Now.Sub(m.UnhealthySince) >= o.HealAfter
 		if !dataLost && !tooLong {
 			continue
@@ -275,6 +289,12 @@ func Plan(o Observed) Decision {
 		if p, ok := o.Pods[k]; ok && !p.Terminating && k >= d.Replicas && o.StatefulSetReplicas > k {
 			// A pod of a removed member still runs: shrink the StatefulSet before re-adding.
 			d.Phase, d.Message = PhaseScaling, fmt.Sprintf("waiting for the old pod of member %d to go", k)
+			return d
+		}
+		if v, ok := o.Volumes[k]; ok && v.Deleting && v.MemberID != 0 && !memberIDIn(o.Members, v.MemberID) &&
+			(!podExists(o.Pods, k) || o.Pods[k].Terminating) {
+			// The removed member's claim and pod are already going: wait for them instead of deleting again.
+			d.Phase, d.Message = PhaseHealing, fmt.Sprintf("waiting for the old data of member %d to go", k)
 			return d
 		}
 		if v, ok := o.Volumes[k]; ok && v.MemberID != 0 && !memberIDIn(o.Members, v.MemberID) {
@@ -379,6 +399,11 @@ func byOrdinal(ms []Member, ord int) (Member, bool) {
 		}
 	}
 	return Member{}, false
+}
+
+func podExists(pods map[int]Pod, ord int) bool {
+	_, ok := pods[ord]
+	return ok
 }
 
 func memberIDIn(ms []Member, id uint64) bool {

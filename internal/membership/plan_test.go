@@ -105,6 +105,62 @@ func TestPlan(t *testing.T) {
 		{name: "a member whose volume holds another member's data is replaced at once",
 			in:     func() Observed { o := formed(3, 3, voters(3)); o.Volumes[1] = Volume{MemberID: 77}; return o }(),
 			action: ActionMarkReplace, ordinal: 1, replicas: 3, phase: PhaseHealing, message: "volume was replaced"},
+		{name: "a member whose claim is being deleted is removed at once, without waiting HealAfter",
+			in: func() Observed {
+				o := formed(3, 3, voters(3))
+				o.Members[1].Healthy, o.Members[1].UnhealthySince = false, now
+				o.Pods[1] = Pod{Terminating: true}
+				o.Volumes[1] = Volume{MemberID: 101, Deleting: true}
+				return o
+			}(),
+			action: ActionRemove, ordinal: 1, replicas: 3, phase: PhaseHealing, message: "being deleted"},
+		{name: "a deleted claim of a healthy leader moves leadership before the removal",
+			in: func() Observed {
+				o := formed(3, 3, voters(3))
+				o.Volumes[0] = Volume{MemberID: 100, Deleting: true}
+				return o
+			}(),
+			action: ActionMoveLeader, ordinal: 1, replicas: 3, phase: PhaseHealing},
+		{name: "a deleted claim never costs quorum",
+			in: func() Observed {
+				o := formed(3, 3, voters(3))
+				o.Members[2].Healthy, o.Members[2].UnhealthySince = false, now
+				o.Volumes[1] = Volume{MemberID: 101, Deleting: true}
+				return o
+			}(),
+			replicas: 3, phase: PhaseBlocked},
+		{name: "the removed member's claim and pod are going: wait, do not delete again",
+			in: func() Observed {
+				o := formed(3, 3, []Member{voters(3)[0], voters(3)[2]})
+				o.Pods[1] = Pod{Terminating: true}
+				o.Volumes[1] = Volume{MemberID: 101, Deleting: true}
+				return o
+			}(),
+			replicas: 3, phase: PhaseHealing, message: "old data of member 1"},
+		{name: "a claim created after its member was last healthy, never recorded, is replaced at once",
+			in: func() Observed {
+				o := formed(3, 3, voters(3))
+				o.Members[1].Healthy, o.Members[1].UnhealthySince = false, now.Add(-10*time.Second)
+				o.Volumes[1] = Volume{Created: now.Add(-5 * time.Second)}
+				return o
+			}(),
+			action: ActionMarkReplace, ordinal: 1, replicas: 3, phase: PhaseHealing, message: "volume was replaced"},
+		{name: "a never-recorded claim older than the member's unhealthiness waits HealAfter (a slow first start)",
+			in: func() Observed {
+				o := formed(3, 3, voters(3))
+				o.Members[1].Healthy, o.Members[1].UnhealthySince = false, now.Add(-10*time.Second)
+				o.Volumes[1] = Volume{Created: now.Add(-20 * time.Second)}
+				return o
+			}(),
+			replicas: 3, phase: PhaseWaiting},
+		{name: "a never-recorded claim of a member that never started waits HealAfter",
+			in: func() Observed {
+				o := formed(3, 3, voters(3))
+				o.Members[1].Started, o.Members[1].Healthy, o.Members[1].UnhealthySince = false, false, now.Add(-10*time.Second)
+				o.Volumes[1] = Volume{Created: now.Add(-5 * time.Second)}
+				return o
+			}(),
+			replicas: 3, phase: PhaseWaiting},
 		{name: "healing never costs quorum",
 			in: func() Observed {
 				o := formed(3, 3, voters(3))

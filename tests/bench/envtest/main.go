@@ -52,6 +52,9 @@ import (
 
 var scheme = k8sruntime.NewScheme()
 
+// maxConcurrentReconciles is passed to the operator process (BENCH_MAX_CONCURRENT_RECONCILES).
+var maxConcurrentReconciles = 4
+
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(etcdv1alpha1.AddToScheme(scheme))
@@ -59,36 +62,38 @@ func init() {
 
 // Result is one run's figures.
 type Result struct {
-	Clusters            int      `json:"clusters"`
-	Unrelated           int      `json:"unrelated"`
-	Namespaces          int      `json:"namespaces"`
-	LoadSeconds         float64  `json:"loadSeconds"`         // creating the unrelated objects
-	CreateSeconds       float64  `json:"createSeconds"`       // creating the clusters (harness side)
-	ReconciledSeconds   float64  `json:"reconciledSeconds"`   // creation start until every cluster has all its objects and current status
-	SettledSeconds      float64  `json:"settledSeconds"`      // ... until the work queue is also empty
-	Reconciles          float64  `json:"reconciles"`          // during the burst, until settled
-	ReconcilesPerSecond float64  `json:"reconcilesPerSecond"` // reconciles / settledSeconds
-	WritesBurst         int64    `json:"writesBurst"`
-	WritesAtRest        int64    `json:"writesAtRest"` // in RestSeconds without any change
-	RestWriteLog        []string `json:"restWriteLog,omitempty"`
-	RestSeconds         float64  `json:"restSeconds"`
-	SteadyReconciles    float64  `json:"steadyReconciles"` // one per cluster, triggered by an annotation
-	SteadyWrites        int64    `json:"steadyWrites"`
-	SteadyWriteLog      []string `json:"steadyWriteLog,omitempty"`
-	SteadyReconcilesPS  float64  `json:"steadyReconcilesPerSecond"`
-	IdleRSSMiB          float64  `json:"idleRSSMiB"` // synced, unrelated objects loaded, no cluster yet
-	IdleHeapMiB         float64  `json:"idleHeapMiB"`
-	PeakRSSMiB          float64  `json:"peakRSSMiB"` // VmHWM over the whole run
-	PeakHeapInuseMiB    float64  `json:"peakHeapInuseMiB"`
-	PeakHeapAllocMiB    float64  `json:"peakHeapAllocMiB"`
-	FinalRSSMiB         float64  `json:"finalRSSMiB"`
-	FinalHeapInuseMiB   float64  `json:"finalHeapInuseMiB"`
-	Reads               []string `json:"reads"`
-	SecretsWatched      bool     `json:"secretsWatched"`
-	UnfilteredWatches   []string `json:"unfilteredWatches"` // lists/watches of managed kinds without the managed-by selector
-	Load1               string   `json:"loadavg"`           // /proc/loadavg at the end of the run
-	CPUProfile          string   `json:"cpuProfile"`
-	HeapProfile         string   `json:"heapProfile"`
+	Clusters   int `json:"clusters"`
+	Unrelated  int `json:"unrelated"`
+	Namespaces int `json:"namespaces"`
+	// MaxConcurrentReconciles is the operator's --max-concurrent-reconciles.
+	MaxConcurrentReconciles int      `json:"maxConcurrentReconciles"`
+	LoadSeconds             float64  `json:"loadSeconds"`         // creating the unrelated objects
+	CreateSeconds           float64  `json:"createSeconds"`       // creating the clusters (harness side)
+	ReconciledSeconds       float64  `json:"reconciledSeconds"`   // creation start until every cluster has all its objects and current status
+	SettledSeconds          float64  `json:"settledSeconds"`      // ... until the work queue is also empty
+	Reconciles              float64  `json:"reconciles"`          // during the burst, until settled
+	ReconcilesPerSecond     float64  `json:"reconcilesPerSecond"` // reconciles / settledSeconds
+	WritesBurst             int64    `json:"writesBurst"`
+	WritesAtRest            int64    `json:"writesAtRest"` // in RestSeconds without any change
+	RestWriteLog            []string `json:"restWriteLog,omitempty"`
+	RestSeconds             float64  `json:"restSeconds"`
+	SteadyReconciles        float64  `json:"steadyReconciles"` // one per cluster, triggered by an annotation
+	SteadyWrites            int64    `json:"steadyWrites"`
+	SteadyWriteLog          []string `json:"steadyWriteLog,omitempty"`
+	SteadyReconcilesPS      float64  `json:"steadyReconcilesPerSecond"`
+	IdleRSSMiB              float64  `json:"idleRSSMiB"` // synced, unrelated objects loaded, no cluster yet
+	IdleHeapMiB             float64  `json:"idleHeapMiB"`
+	PeakRSSMiB              float64  `json:"peakRSSMiB"` // VmHWM over the whole run
+	PeakHeapInuseMiB        float64  `json:"peakHeapInuseMiB"`
+	PeakHeapAllocMiB        float64  `json:"peakHeapAllocMiB"`
+	FinalRSSMiB             float64  `json:"finalRSSMiB"`
+	FinalHeapInuseMiB       float64  `json:"finalHeapInuseMiB"`
+	Reads                   []string `json:"reads"`
+	SecretsWatched          bool     `json:"secretsWatched"`
+	UnfilteredWatches       []string `json:"unfilteredWatches"` // lists/watches of managed kinds without the managed-by selector
+	Load1                   string   `json:"loadavg"`           // /proc/loadavg at the end of the run
+	CPUProfile              string   `json:"cpuProfile"`
+	HeapProfile             string   `json:"heapProfile"`
 }
 
 func main() {
@@ -108,7 +113,9 @@ func main() {
 	rest := flag.Duration("rest", 20*time.Second, "how long to count writes at rest")
 	out := flag.String("out", "bin/bench/envtest", "directory for results.json, profiles and operator logs")
 	crds := flag.String("crds", "config/crd/bases", "CRD directory")
+	concurrency := flag.Int("max-concurrent-reconciles", 4, "the operator's --max-concurrent-reconciles (cmd/main.go's default)")
 	flag.Parse()
+	maxConcurrentReconciles = *concurrency
 
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fatal(err)
@@ -138,7 +145,8 @@ func fatal(err error) {
 }
 
 func run(ctx context.Context, idx, nClusters, nUnrelated, nNS int, rest time.Duration, out, crds string) (res Result, err error) {
-	res = Result{Clusters: nClusters, Unrelated: nUnrelated, Namespaces: nNS, RestSeconds: rest.Seconds()}
+	res = Result{Clusters: nClusters, Unrelated: nUnrelated, Namespaces: nNS, RestSeconds: rest.Seconds(),
+		MaxConcurrentReconciles: maxConcurrentReconciles}
 
 	env := &envtest.Environment{CRDDirectoryPaths: []string{crds}, ErrorIfCRDPathMissing: true}
 	// envtest's default service range (/24) holds ~250 cluster IPs; every cluster has a client Service.
@@ -374,8 +382,10 @@ func startOperator(kubeconfig, logPath string) (*operator, error) {
 	}
 	cmd := exec.Command(self, "operator")
 	cmd.Stderr = logf
-	// Same Go runtime settings as the image (none), but WATCH_NAMESPACE empty: all namespaces.
-	cmd.Env = append(os.Environ(), "WATCH_NAMESPACE=", "KUBECONFIG="+kubeconfig)
+	// The Go runtime settings of this environment (make sets none: no GOMEMLIMIT, GOGC=100), WATCH_NAMESPACE
+	// empty: all namespaces.
+	cmd.Env = append(os.Environ(), "WATCH_NAMESPACE=", "KUBECONFIG="+kubeconfig,
+		fmt.Sprintf("BENCH_MAX_CONCURRENT_RECONCILES=%d", maxConcurrentReconciles))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

@@ -95,6 +95,8 @@ func runOperator() error {
 		Dialer:         etcd.NewDialer(5 * time.Second),
 		HealAfter:      3 * time.Minute,
 		HealthInterval: 30 * time.Second,
+
+		MaxConcurrentReconciles: envInt("BENCH_MAX_CONCURRENT_RECONCILES", 4),
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -264,4 +266,11 @@ func procStatus() (rss, hwm int64) {
 		}
 	}
 	return rss, hwm
+}
+
+func envInt(k string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(k)); err == nil && n > 0 {
+		return n
+	}
+	return def
 }

@@ -239,11 +239,21 @@ func cluster(ns, name, version string, replicas int32) *etcdv1alpha1.EtcdCluster
 }
 
 // available reports whether the cluster's status describes its current generation as Available and
-// Running with every member ready (as the e2e suite's waitAvailable).
+// Running with every member ready (as the e2e suite's waitAvailable), and etcd's member list, as the
+// status reports it, holds exactly the spec's members, each a healthy voter (a scale step or a heal is
+// done only then).
 func available(c *etcdv1alpha1.EtcdCluster) (bool, error) {
 	cur := &etcdv1alpha1.EtcdCluster{}
 	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(c), cur); err != nil {
 		return false, client.IgnoreNotFound(err)
+	}
+	if len(cur.Status.Members) != int(cur.Spec.Replicas) {
+		return false, nil
+	}
+	for _, m := range cur.Status.Members {
+		if !m.Healthy || m.Learner {
+			return false, nil
+		}
 	}
 	return cur.Status.ObservedGeneration == cur.Generation &&
 		meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1alpha1.ConditionAvailable) &&
