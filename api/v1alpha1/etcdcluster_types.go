@@ -359,6 +359,7 @@ type EtcdClusterStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 45",message="an EtcdCluster's name must be a DNS label of at most 45 characters starting with a letter: it names the cluster's Services (DNS labels), StatefulSet and backup CronJob (at most 52 characters with its '-backup' suffix)"
 // +kubebuilder:resource:shortName=etcd,categories=etcd
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=".spec.version"
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=".spec.replicas"

@@ -189,6 +189,11 @@ func TestAdmitterMatchesKnownCases(t *testing.T) {
 			t.Errorf("%s: accepted=%v, want %v (%v)", spec, len(errs) == 0, wantOK, errs)
 		}
 	}
+	for name, wantOK := range map[string]bool{"prod-etcd": true, "1etcd": false, "a.b": false, strings.Repeat("a", 45): true, strings.Repeat("a", 46): false} {
+		if errs := a.Create(object(name, map[string]any{"version": "3.5.9"})); (len(errs) == 0) != wantOK {
+			t.Errorf("name %q: accepted=%v, want %v (%v)", name, len(errs) == 0, wantOK, errs)
+		}
+	}
 	obj := object("c", map[string]any{"version": "3.5.9"})
 	_ = a.Create(obj)
 	if got := fmt.Sprint(obj["spec"].(map[string]any)["replicas"]); got != "3" {
