@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -453,4 +454,46 @@ func restricted(t *testing.T, kind string, p *corev1ac.PodSpecApplyConfiguration
 			}
 		}
 	}
+}
+
+// FuzzBackupJobName: for every EtcdBackup name the API server accepts (a DNS subdomain, at most 63
+// characters by the CRD), the Job name is a valid Job name and job-name label value, and distinct backups
+// get distinct Jobs.
+func FuzzBackupJobName(f *testing.F) {
+	for _, s := range []string{"before-upgrade", strings.Repeat("b", 63), strings.Repeat("a", 42) + ".b" + strings.Repeat("c", 19), "a.b.c"} {
+		f.Add(s, s+"x")
+		f.Add(s, strings.TrimSuffix(s, "c")+"d")
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		valid := func(n string) bool { return len(validation.IsDNS1123Subdomain(n)) == 0 && len(n) <= 63 }
+		if !valid(a) {
+			return
+		}
+		ja := BackupJobName(&etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: a}})
+		nameOK(t, "backup Job", ja, append(validation.IsDNS1123Subdomain(ja), validation.IsValidLabelValue(ja)...))
+		if !valid(b) {
+			return
+		}
+		jb := BackupJobName(&etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: b}})
+		if a != b && ja == jb {
+			t.Fatalf("backups %q and %q share the Job %q", a, b, ja)
+		}
+	})
+}
+
+// FuzzRelatedImagesFromEnv: any environment parses without panic into version -> image entries whose image
+// is the variable's whole value and whose version is the tag the value carries.
+func FuzzRelatedImagesFromEnv(f *testing.F) {
+	f.Add("RELATED_IMAGE_ETCD_3_5=mirror.example.com/etcd:v3.5.9", "RELATED_IMAGE_ETCD_3_6=mirror.example.com/etcd:v3.6.5@sha256:0123")
+	f.Add("RELATED_IMAGE_ETCD_X=localhost:5000/etcd:v3.5.9", "RELATED_IMAGE_ETCD_Y=host:5000/v2/etcd")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		for version, img := range RelatedImagesFromEnv([]string{a, b, "PATH=/bin"}) {
+			if !strings.Contains(a, "="+img) && !strings.Contains(b, "="+img) {
+				t.Fatalf("image %q for %q is no variable's value", img, version)
+			}
+			if !strings.Contains(img, ":v"+version) {
+				t.Fatalf("image %q is not tagged v%s", img, version)
+			}
+		}
+	})
 }
