@@ -80,6 +80,7 @@ type EtcdBackupStatus struct {
 // Job, and records where the snapshot went; a new EtcdCluster can bootstrap from it.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="an EtcdBackup's name must have at most 63 characters: it labels the backup's Job and pod"
 // +kubebuilder:resource:categories=etcd
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=".spec.clusterName"
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=".status.phase"

@@ -53,6 +53,7 @@ type EtcdClusterSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([@](yearly|annually|monthly|weekly|daily|midnight|hourly)|([*?]|[0-5]?[0-9](-[0-5]?[0-9])?)([/][1-9][0-9]*)?(,([*?]|[0-5]?[0-9](-[0-5]?[0-9])?)([/][1-9][0-9]*)?)*[ ]+([*?]|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)([/][1-9][0-9]*)?(,([*?]|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)([/][1-9][0-9]*)?)*[ ]+([*?]|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)([/][1-9][0-9]*)?(,([*?]|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)([/][1-9][0-9]*)?)*[ ]+([*?]|(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)))?)([/][1-9][0-9]*)?(,([*?]|(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)))?)([/][1-9][0-9]*)?)*[ ]+([*?]|([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))(-([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat)))?)([/][1-9][0-9]*)?(,([*?]|([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))(-([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat)))?)([/][1-9][0-9]*)?)*)$')",message="backupSchedule must be a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. '0 2 * * *') or one of @hourly, @daily, @midnight, @weekly, @monthly, @yearly, @annually"
+	// +kubebuilder:validation:XValidation:rule="self.lowerAscii().replace('jan','1').replace('feb','2').replace('mar','3').replace('apr','4').replace('may','5').replace('jun','6').replace('jul','7').replace('aug','8').replace('sep','9').replace('oct','10').replace('nov','11').replace('dec','12').replace('sun','0').replace('mon','1').replace('tue','2').replace('wed','3').replace('thu','4').replace('fri','5').replace('sat','6').findAll('[0-9]+-[0-9]+').all(r, int(r.split('-')[0]) <= int(r.split('-')[1])) && !self.matches('[/][0-9]{19,}')",message="backupSchedule ranges must go from low to high (e.g. 22-23 or mon-fri, not 23-22) and steps must have at most 18 digits"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup schedule",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	BackupSchedule string `json:"backupSchedule,omitempty"`
 
@@ -475,6 +476,7 @@ type EtcdClusterStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 45",message="an EtcdCluster's name must be a DNS label of at most 45 characters starting with a letter: it names the cluster's Services (DNS labels), StatefulSet and backup CronJob (at most 52 characters with its '-backup' suffix)"
 // +kubebuilder:resource:shortName=etcd,categories=etcd
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=".spec.version"
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=".spec.replicas"

@@ -96,6 +96,8 @@ func TestCreateRefusesBadManifests(t *testing.T) {
 		{"cron month 13", "version: 3.5.9\nbackupSchedule: '0 0 1 13 *'", cron},
 		{"cron @every", "version: 3.5.9\nbackupSchedule: '@every 1h'", cron},
 		{"cron words", "version: 3.5.9\nbackupSchedule: 'every night'", cron},
+		{"cron backwards range", "version: 3.5.9\nbackupSchedule: '0 23-22 * * *'", "backupSchedule ranges must go from low to high"},
+		{"cron backwards day names", "version: 3.5.9\nbackupSchedule: '0 2 * * fri-mon'", "backupSchedule ranges must go from low to high"},
 		{"repository with tag", "version: 3.5.9\nrepository: quay.io/coreos/etcd:v3.5.9", "repository must not carry a tag or digest"},
 		{"repository with digest", "version: 3.5.9\nrepository: quay.io/coreos/etcd@sha256:abc", "repository must not carry a tag or digest"},
 		{"reserved pod label", "version: 3.5.9\npod:\n  labels:\n    app.kubernetes.io/instance: x", "reserved for the operator"},

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -215,7 +216,8 @@ func BackupJobName(b *etcdv1alpha1.EtcdBackup) string {
 		return name
 	}
 	sum := sha256.Sum256([]byte(b.Name))
-	return name[:54] + "-" + hex.EncodeToString(sum[:])[:8]
+	// A cut just after a dot would leave ".-", which no DNS subdomain (a Job name) may contain.
+	return strings.TrimSuffix(name[:54], ".") + "-" + hex.EncodeToString(sum[:])[:8]
 }
 
 // BackupJob runs one on-demand backup for an EtcdBackup, with the same pod as the scheduled runs.
