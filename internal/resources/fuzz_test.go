@@ -219,7 +219,7 @@ func checkCluster(t *testing.T, c *etcdv1alpha1.EtcdCluster, b *etcdv1alpha1.Etc
 	if got := int32(pdb.Spec.MinAvailable.IntValue()); got != n/2+1 || got > n {
 		t.Fatalf("PDB minAvailable %d for %d members", got, n)
 	}
-	if got := strings.Count(cm.Data["ETCD_INITIAL_CLUSTER"], "=http://"); got != int(n) {
+	if got := strings.Count(cm.Data["ETCD_INITIAL_CLUSTER"], "="+scheme(c)+"://"); got != int(n) {
 		t.Fatalf("ETCD_INITIAL_CLUSTER has %d members, want %d: %s", got, n, cm.Data["ETCD_INITIAL_CLUSTER"])
 	}
 	for i, part := range strings.Split(cm.Data["ETCD_INITIAL_CLUSTER"], ",") {
@@ -227,9 +227,9 @@ func checkCluster(t *testing.T, c *etcdv1alpha1.EtcdCluster, b *etcdv1alpha1.Etc
 		if member != MemberName(c, i) {
 			t.Fatalf("initial cluster entry %d is %q", i, part)
 		}
-		urlOK(t, "peer URL", peer, MemberHost(c, i, o))
+		urlOK(t, scheme(c), "peer URL", peer, MemberHost(c, i, o))
 	}
-	urlOK(t, "client endpoint", ClientEndpoint(c, o), "")
+	urlOK(t, scheme(c), "client endpoint", ClientEndpoint(c, o), "")
 
 	// The pod selector selects the pods the template makes, and user labels cannot change that.
 	for k, v := range SelectorLabels(c) {
@@ -272,7 +272,7 @@ func checkCluster(t *testing.T, c *etcdv1alpha1.EtcdCluster, b *etcdv1alpha1.Etc
 	for _, e := range etcd.Env {
 		if e.Value != nil && strings.HasSuffix(*e.Name, "_URLS") {
 			v := strings.NewReplacer("$(POD_NAME)", MemberName(c, 0), "$(POD_NAMESPACE)", c.Namespace).Replace(*e.Value)
-			urlOK(t, *e.Name, v, MemberHost(c, 0, o))
+			urlOK(t, scheme(c), *e.Name, v, MemberHost(c, 0, o))
 		}
 	}
 
@@ -340,11 +340,11 @@ func nameOK(t *testing.T, kind, name string, errs []string) {
 	}
 }
 
-func urlOK(t *testing.T, what, raw, host string) {
+func urlOK(t *testing.T, wantScheme, what, raw, host string) {
 	t.Helper()
 	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "http" || u.Port() == "" {
-		t.Fatalf("%s %q is not an http URL with a port: %v", what, raw, err)
+	if err != nil || u.Scheme != wantScheme || u.Port() == "" {
+		t.Fatalf("%s %q is not an %s URL with a port: %v", what, raw, wantScheme, err)
 	}
 	if len(validation.IsDNS1123Subdomain(u.Hostname())) > 0 || (host != "" && u.Hostname() != host) {
 		t.Fatalf("%s %q: host %q is not a valid DNS name (want %q)", what, raw, u.Hostname(), host)
