@@ -16,7 +16,6 @@ OPERATOR_SDK_VERSION=$(modver operator-sdk github.com/operator-framework/operato
 OLM_BIN=$ROOT/bin/olm/$OLM_VERSION          # olm, catalog, package-server, copy-content, cpb, opm, grpc_health_probe
 HELM=$ROOT/bin/helm-$HELM_VERSION
 CRANE=$ROOT/bin/crane-$CRANE_VERSION
-OPM=$ROOT/bin/opm-$OPM_VERSION
 OPERATOR_SDK=$ROOT/bin/operator-sdk-$OPERATOR_SDK_VERSION
 OLM_WORK=$NODE_DIR/olm                      # rendered manifests, local bundles/catalog, images.env
 OLM_NAMESPACE=olm                           # OLM's own namespace and the global catalog namespace

@@ -20,10 +20,36 @@ done
 kc apply --server-side --force-conflicts --field-manager=olm-up -f "$OLM_WORK/manifests/olm.yaml" >/dev/null
 kc -n "$OLM_NAMESPACE" rollout status deployment/olm-operator --timeout=180s >/dev/null
 kc -n "$OLM_NAMESPACE" rollout status deployment/catalog-operator --timeout=180s >/dev/null
-csv_phase() { kc -n "$OLM_NAMESPACE" get csv packageserver -o jsonpath='{.status.phase}' 2>/dev/null; }
-csv_succeeded() { [ "$(csv_phase)" = Succeeded ]; }
-wait_for "the packageserver CSV to succeed (kubectl -n olm describe csv packageserver)" 240 csv_succeeded
-kc wait --for=condition=Available --timeout=120s apiservice/v1.packages.operators.coreos.com >/dev/null
+# packageserver_state: the CSV's phase and reason, its pods and the APIService's Available condition, on one line.
+packageserver_state() {
+  printf 'CSV %s; pods %s; APIService %s' \
+    "$(kc -n "$OLM_NAMESPACE" get csv packageserver -o jsonpath='{.status.phase}/{.status.reason}' 2>/dev/null || echo -)" \
+    "$(kc -n "$OLM_NAMESPACE" get pods -l app=packageserver --no-headers \
+        -o custom-columns=S:.status.phase,R:.status.containerStatuses[0].ready,N:.status.containerStatuses[0].restartCount 2>/dev/null | tr -s ' \n' '/ ' || echo -)" \
+    "$(kc get apiservice v1.packages.operators.coreos.com -o jsonpath='{.status.conditions[?(@.type=="Available")].status}/{.status.conditions[?(@.type=="Available")].reason}' 2>/dev/null || echo -)"
+}
+packageserver_diagnostics() {
+  log "packageserver diagnostics"
+  kc -n "$OLM_NAMESPACE" get csv,deployments,pods -o wide || true
+  kc -n "$OLM_NAMESPACE" get csv packageserver -o jsonpath='{range .status.conditions[*]}{.lastTransitionTime} {.phase} {.reason}: {.message}{"\n"}{end}' || true
+  kc -n "$OLM_NAMESPACE" describe pods -l app=packageserver | sed -n '/^Events:/,/^$/p' || true
+  kc -n "$OLM_NAMESPACE" logs -l app=packageserver --tail=30 --prefix || true
+  kc get apiservice v1.packages.operators.coreos.com -o yaml || true
+  kc -n "$OLM_NAMESPACE" logs deployment/olm-operator --tail=40 || true
+}
+# The packageserver CSV succeeds once its deployment is available and its APIService answers through the
+# aggregation layer. Progress is printed on every change; on timeout the state of each part is printed.
+ps_last="" ps_deadline=$((SECONDS + ${PACKAGESERVER_TIMEOUT:-300}))
+until [ "$(kc -n "$OLM_NAMESPACE" get csv packageserver -o jsonpath='{.status.phase}' 2>/dev/null)" = Succeeded ] &&
+      kc wait --for=condition=Available --timeout=1s apiservice/v1.packages.operators.coreos.com >/dev/null 2>&1; do
+  ps_now=$(packageserver_state)
+  [ "$ps_now" = "$ps_last" ] || { log "packageserver: $ps_now"; ps_last=$ps_now; }
+  if [ $SECONDS -ge $ps_deadline ]; then
+    packageserver_diagnostics
+    die "timed out waiting for the packageserver CSV to succeed and its APIService to be Available ($ps_now)"
+  fi
+  sleep 1
+done
 log "OLM $OLM_VERSION running"
 
 # OLM's own pods must pass the restricted Pod Security Standard: the chart labels the namespace enforce=restricted;
