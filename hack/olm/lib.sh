@@ -32,3 +32,22 @@ REGISTRY_TLS_BUNDLE=$REGISTRY_TLS_DIR/ca-bundle.crt
 olm_module_dir() {
   (cd "$OLM_TOOLS" && GOWORK=off GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' github.com/operator-framework/operator-lifecycle-manager)
 }
+
+# wait_watching DESCRIPTION TIMEOUT STATE_FN DIAGNOSE_FN CMD...: polls CMD every second until it succeeds, printing the
+# one-line state STATE_FN reports whenever it changes (progress on a slow, loaded node); on timeout runs DIAGNOSE_FN
+# (events, logs, conditions of what was waited on) and fails.
+wait_watching() {
+  local what=$1 timeout=$2 state_fn=$3 diag_fn=$4; shift 4
+  local deadline=$((SECONDS + timeout)) last="" now start=$SECONDS
+  until "$@" >/dev/null 2>&1; do
+    now=$("$state_fn" 2>/dev/null || true)
+    if [ "$now" != "$last" ]; then log "waiting for $what: $now"; last=$now; fi
+    if [ $SECONDS -ge $deadline ]; then
+      log "timed out after ${timeout}s waiting for $what; diagnostics:"
+      "$diag_fn" >&2 || true
+      die "timed out after ${timeout}s waiting for $what ($now)"
+    fi
+    sleep 1
+  done
+  log "$what after $((SECONDS - start))s"
+}

@@ -29,27 +29,22 @@ packageserver_state() {
     "$(kc get apiservice v1.packages.operators.coreos.com -o jsonpath='{.status.conditions[?(@.type=="Available")].status}/{.status.conditions[?(@.type=="Available")].reason}' 2>/dev/null || echo -)"
 }
 packageserver_diagnostics() {
-  log "packageserver diagnostics"
-  kc -n "$OLM_NAMESPACE" get csv,deployments,pods -o wide || true
-  kc -n "$OLM_NAMESPACE" get csv packageserver -o jsonpath='{range .status.conditions[*]}{.lastTransitionTime} {.phase} {.reason}: {.message}{"\n"}{end}' || true
-  kc -n "$OLM_NAMESPACE" describe pods -l app=packageserver | sed -n '/^Events:/,/^$/p' || true
-  kc -n "$OLM_NAMESPACE" logs -l app=packageserver --tail=30 --prefix || true
-  kc get apiservice v1.packages.operators.coreos.com -o yaml || true
-  kc -n "$OLM_NAMESPACE" logs deployment/olm-operator --tail=40 || true
+  kc -n "$OLM_NAMESPACE" get csv,deployments,pods -o wide
+  kc -n "$OLM_NAMESPACE" get csv packageserver -o jsonpath='{range .status.conditions[*]}{.lastTransitionTime} {.phase} {.reason}: {.message}{"\n"}{end}'
+  kc -n "$OLM_NAMESPACE" describe pods -l app=packageserver | sed -n '/^Events:/,/^$/p'
+  kc -n "$OLM_NAMESPACE" logs -l app=packageserver --tail=30 --prefix
+  kc get apiservice v1.packages.operators.coreos.com -o yaml
+  kc -n "$OLM_NAMESPACE" logs deployment/olm-operator --tail=40
+  cat /proc/loadavg
+}
+packageserver_ready() {
+  [ "$(kc -n "$OLM_NAMESPACE" get csv packageserver -o jsonpath='{.status.phase}')" = Succeeded ] &&
+    kc wait --for=condition=Available --timeout=1s apiservice/v1.packages.operators.coreos.com
 }
 # The packageserver CSV succeeds once its deployment is available and its APIService answers through the
-# aggregation layer. Progress is printed on every change; on timeout the state of each part is printed.
-ps_last="" ps_deadline=$((SECONDS + ${PACKAGESERVER_TIMEOUT:-300}))
-until [ "$(kc -n "$OLM_NAMESPACE" get csv packageserver -o jsonpath='{.status.phase}' 2>/dev/null)" = Succeeded ] &&
-      kc wait --for=condition=Available --timeout=1s apiservice/v1.packages.operators.coreos.com >/dev/null 2>&1; do
-  ps_now=$(packageserver_state)
-  [ "$ps_now" = "$ps_last" ] || { log "packageserver: $ps_now"; ps_last=$ps_now; }
-  if [ $SECONDS -ge $ps_deadline ]; then
-    packageserver_diagnostics
-    die "timed out waiting for the packageserver CSV to succeed and its APIService to be Available ($ps_now)"
-  fi
-  sleep 1
-done
+# aggregation layer.
+wait_watching "the packageserver CSV to succeed" "${PACKAGESERVER_TIMEOUT:-300}" \
+  packageserver_state packageserver_diagnostics packageserver_ready
 log "OLM $OLM_VERSION running"
 
 # OLM's own pods must pass the restricted Pod Security Standard: the chart labels the namespace enforce=restricted;
@@ -88,7 +83,19 @@ spec:
 YAML
 cs_state() { kc -n "$OLM_NAMESPACE" get catalogsource "$CATALOG_SOURCE" -o jsonpath='{.status.connectionState.lastObservedState}' 2>/dev/null; }
 cs_ready() { [ "$(cs_state)" = READY ]; }
-wait_for "CatalogSource $CATALOG_SOURCE to be READY" 180 cs_ready
+catalog_state() {
+  printf 'CatalogSource %s; pods %s' "$(cs_state || echo -)" \
+    "$(kc -n "$OLM_NAMESPACE" get pods -l olm.catalogSource="$CATALOG_SOURCE" --no-headers \
+        -o custom-columns=S:.status.phase,R:.status.containerStatuses[0].ready,N:.status.containerStatuses[0].restartCount | tr -s ' \n' '/ ')"
+}
+catalog_diagnostics() {
+  kc -n "$OLM_NAMESPACE" get catalogsource "$CATALOG_SOURCE" -o yaml
+  kc -n "$OLM_NAMESPACE" describe pods -l olm.catalogSource="$CATALOG_SOURCE" | sed -n '/^Events:/,/^$/p'
+  kc -n "$OLM_NAMESPACE" logs -l olm.catalogSource="$CATALOG_SOURCE" --tail=30 --prefix
+  kc -n "$OLM_NAMESPACE" logs deployment/catalog-operator --tail=40
+  cat /proc/loadavg
+}
+wait_watching "CatalogSource $CATALOG_SOURCE to be READY" "${CATALOG_TIMEOUT:-300}" catalog_state catalog_diagnostics cs_ready
 pkg_listed() {
   [ "$(kc -n "$OLM_NAMESPACE" get packagemanifest "$PACKAGE" -o jsonpath='{.status.catalogSource}' 2>/dev/null)" = "$CATALOG_SOURCE" ]
 }
