@@ -49,5 +49,5 @@ wait_watching() {
     fi
     sleep 1
   done
-  log "$what after $((SECONDS - start))s"
+  log "waited $((SECONDS - start))s for $what"
 }
