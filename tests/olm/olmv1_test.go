@@ -90,6 +90,15 @@ var _ = Describe("OLM v1: a ClusterExtension from a ClusterCatalog", Ordered, La
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(context.Background(), crb))).To(Succeed()) })
 	})
 
+	// The ClusterExtension lives through every spec of this ordered container (a DeferCleanup inside the first It
+	// would delete it as soon as that spec ends); the last spec deletes it, this catches a failure before that.
+	AfterAll(func() {
+		if ext.GetName() == "" {
+			return
+		}
+		Expect(client.IgnoreNotFound(k8s.Delete(context.Background(), ext))).To(Succeed())
+	})
+
 	It("installs the current bundle", func() {
 		start := time.Now()
 		ext.SetGroupVersionKind(clusterExtensionGVK)
@@ -108,9 +117,6 @@ var _ = Describe("OLM v1: a ClusterExtension from a ClusterCatalog", Ordered, La
 			},
 		}, "spec")).To(Succeed())
 		Expect(k8s.Create(ctx, ext)).To(Succeed())
-		DeferCleanup(func() {
-			Expect(client.IgnoreNotFound(k8s.Delete(context.Background(), ext))).To(Succeed())
-		})
 		Eventually(func(g Gomega) {
 			cur := &unstructured.Unstructured{}
 			cur.SetGroupVersionKind(clusterExtensionGVK)
