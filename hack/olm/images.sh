@@ -137,7 +137,7 @@ rewrite_images $(find "$cat_dir/configs" -name '*.yaml')
 if grep -rq -e 'ghcr.io/' -e 'gcr.io/' "$cat_dir/configs"; then
   die "the local catalog still references public images: $(grep -rl -e 'ghcr.io/' -e 'gcr.io/' "$cat_dir/configs")"
 fi
-"$OPM" validate "$cat_dir/configs"
+"$OLM_BIN/opm" validate "$cat_dir/configs"
 # No --cache-dir: opm builds its cache in a temporary directory at start (a cache baked into the image would be
 # checked for integrity and, with --cache-dir, required to be writable by whatever user OLM runs the pod as).
 CATALOG_CMD=serve,/configs
@@ -155,7 +155,7 @@ v1_dir=$OLM_WORK/catalog-olmv1
 rm -rf "$v1_dir" && mkdir -p "$v1_dir"
 cp -r "$cat_dir/configs" "$v1_dir/"
 sed -i "s|^image: $REGISTRY/|image: $REGISTRY_POD/|" $(find "$v1_dir/configs" -name '*.yaml')
-"$OPM" validate "$v1_dir/configs"
+"$OLM_BIN/opm" validate "$v1_dir/configs"
 cat_v1_ref=$REGISTRY/etcd-operator-catalog:olmv1-$VERSION-$(hash "$v1_dir" "$OLM_BIN/opm" "$OLM_WORK/index.labels" "$OLM_WORK/catalog.args")
 mapfile -t configs < <(tree_args "$v1_dir/configs" /configs)
 labelled "$cat_v1_ref" "$OLM_WORK/index.labels" "${OPM_ARGS[@]}" "${configs[@]}" \

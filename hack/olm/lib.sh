@@ -16,7 +16,6 @@ OPERATOR_SDK_VERSION=$(modver operator-sdk github.com/operator-framework/operato
 OLM_BIN=$ROOT/bin/olm/$OLM_VERSION          # olm, catalog, package-server, copy-content, cpb, opm, grpc_health_probe
 HELM=$ROOT/bin/helm-$HELM_VERSION
 CRANE=$ROOT/bin/crane-$CRANE_VERSION
-OPM=$ROOT/bin/opm-$OPM_VERSION
 OPERATOR_SDK=$ROOT/bin/operator-sdk-$OPERATOR_SDK_VERSION
 OLM_WORK=$NODE_DIR/olm                      # rendered manifests, local bundles/catalog, images.env
 OLM_NAMESPACE=olm                           # OLM's own namespace and the global catalog namespace
@@ -32,4 +31,23 @@ REGISTRY_TLS_BUNDLE=$REGISTRY_TLS_DIR/ca-bundle.crt
 # The OLM module's source directory (deploy/chart, CRDs), from the module cache.
 olm_module_dir() {
   (cd "$OLM_TOOLS" && GOWORK=off GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' github.com/operator-framework/operator-lifecycle-manager)
+}
+
+# wait_watching DESCRIPTION TIMEOUT STATE_FN DIAGNOSE_FN CMD...: polls CMD every second until it succeeds, printing the
+# one-line state STATE_FN reports whenever it changes (progress on a slow, loaded node); on timeout runs DIAGNOSE_FN
+# (events, logs, conditions of what was waited on) and fails.
+wait_watching() {
+  local what=$1 timeout=$2 state_fn=$3 diag_fn=$4; shift 4
+  local deadline=$((SECONDS + timeout)) last="" now start=$SECONDS
+  until "$@" >/dev/null 2>&1; do
+    now=$("$state_fn" 2>/dev/null || true)
+    if [ "$now" != "$last" ]; then log "waiting for $what: $now"; last=$now; fi
+    if [ $SECONDS -ge $deadline ]; then
+      log "timed out after ${timeout}s waiting for $what; diagnostics:"
+      "$diag_fn" >&2 || true
+      die "timed out after ${timeout}s waiting for $what ($now)"
+    fi
+    sleep 1
+  done
+  log "waited $((SECONDS - start))s for $what"
 }

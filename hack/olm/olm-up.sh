@@ -20,10 +20,34 @@ done
 kc apply --server-side --force-conflicts --field-manager=olm-up -f "$OLM_WORK/manifests/olm.yaml" >/dev/null
 kc -n "$OLM_NAMESPACE" rollout status deployment/olm-operator --timeout=180s >/dev/null
 kc -n "$OLM_NAMESPACE" rollout status deployment/catalog-operator --timeout=180s >/dev/null
-csv_phase() { kc -n "$OLM_NAMESPACE" get csv packageserver -o jsonpath='{.status.phase}' 2>/dev/null; }
-csv_succeeded() { [ "$(csv_phase)" = Succeeded ]; }
-wait_for "the packageserver CSV to succeed (kubectl -n olm describe csv packageserver)" 240 csv_succeeded
-kc wait --for=condition=Available --timeout=120s apiservice/v1.packages.operators.coreos.com >/dev/null
+# packageserver_state: the CSV's phase and reason, its pods and the APIService's Available condition, on one line.
+packageserver_state() {
+  printf 'CSV %s; pods %s; APIService %s' \
+    "$(kc -n "$OLM_NAMESPACE" get csv packageserver -o jsonpath='{.status.phase}/{.status.reason}' 2>/dev/null || echo -)" \
+    "$(kc -n "$OLM_NAMESPACE" get pods -l app=packageserver --no-headers \
+        -o custom-columns=S:.status.phase,R:.status.containerStatuses[0].ready,N:.status.containerStatuses[0].restartCount 2>/dev/null | tr -s ' \n' '/ ' || echo -)" \
+    "$(kc get apiservice v1.packages.operators.coreos.com -o jsonpath='{.status.conditions[?(@.type=="Available")].status}/{.status.conditions[?(@.type=="Available")].reason}' 2>/dev/null || echo -)"
+}
+packageserver_diagnostics() {
+  kc -n "$OLM_NAMESPACE" get csv,deployments,pods -o wide
+  kc -n "$OLM_NAMESPACE" get csv packageserver -o jsonpath='{range .status.conditions[*]}{.lastTransitionTime} {.phase} {.reason}: {.message}{"\n"}{end}'
+  kc -n "$OLM_NAMESPACE" describe pods -l app=packageserver | sed -n '/^Events:/,/^$/p'
+  kc -n "$OLM_NAMESPACE" logs -l app=packageserver --tail=30 --prefix
+  kc get apiservice v1.packages.operators.coreos.com -o yaml
+  kc -n "$OLM_NAMESPACE" logs deployment/olm-operator --tail=40
+  cat /proc/loadavg
+}
+packageserver_ready() {
+  [ "$(kc -n "$OLM_NAMESPACE" get csv packageserver -o jsonpath='{.status.phase}')" = Succeeded ] &&
+    kc wait --for=condition=Available --timeout=1s apiservice/v1.packages.operators.coreos.com
+}
+# The packageserver CSV succeeds once its deployment is available and its APIService answers through the
+# aggregation layer: 10-20 s measured, on fresh nodes too. The deadline is generous (OLM itself marks a CSV
+# install Failed after 5 minutes in Installing and then re-evaluates it); progress lines show where a slow install
+# stands, and a timeout prints the CSV's conditions, the pods' events and logs, the APIService and olm-operator's
+# log.
+wait_watching "the packageserver CSV to succeed" "${PACKAGESERVER_TIMEOUT:-600}" \
+  packageserver_state packageserver_diagnostics packageserver_ready
 log "OLM $OLM_VERSION running"
 
 # OLM's own pods must pass the restricted Pod Security Standard: the chart labels the namespace enforce=restricted;
@@ -62,7 +86,19 @@ spec:
 YAML
 cs_state() { kc -n "$OLM_NAMESPACE" get catalogsource "$CATALOG_SOURCE" -o jsonpath='{.status.connectionState.lastObservedState}' 2>/dev/null; }
 cs_ready() { [ "$(cs_state)" = READY ]; }
-wait_for "CatalogSource $CATALOG_SOURCE to be READY" 180 cs_ready
+catalog_state() {
+  printf 'CatalogSource %s; pods %s' "$(cs_state || echo -)" \
+    "$(kc -n "$OLM_NAMESPACE" get pods -l olm.catalogSource="$CATALOG_SOURCE" --no-headers \
+        -o custom-columns=S:.status.phase,R:.status.containerStatuses[0].ready,N:.status.containerStatuses[0].restartCount | tr -s ' \n' '/ ')"
+}
+catalog_diagnostics() {
+  kc -n "$OLM_NAMESPACE" get catalogsource "$CATALOG_SOURCE" -o yaml
+  kc -n "$OLM_NAMESPACE" describe pods -l olm.catalogSource="$CATALOG_SOURCE" | sed -n '/^Events:/,/^$/p'
+  kc -n "$OLM_NAMESPACE" logs -l olm.catalogSource="$CATALOG_SOURCE" --tail=30 --prefix
+  kc -n "$OLM_NAMESPACE" logs deployment/catalog-operator --tail=40
+  cat /proc/loadavg
+}
+wait_watching "CatalogSource $CATALOG_SOURCE to be READY" "${CATALOG_TIMEOUT:-300}" catalog_state catalog_diagnostics cs_ready
 pkg_listed() {
   [ "$(kc -n "$OLM_NAMESPACE" get packagemanifest "$PACKAGE" -o jsonpath='{.status.catalogSource}' 2>/dev/null)" = "$CATALOG_SOURCE" ]
 }

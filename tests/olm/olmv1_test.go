@@ -4,6 +4,8 @@ package olm
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -17,8 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"sigs.k8s.io/yaml"
 )
 
 // OLM v1's API is used unstructured: its Go module is a tool of the harness (hack/tools/olmv1), not a dependency of
@@ -30,30 +31,50 @@ var _ = Describe("OLM v1: a ClusterExtension from a ClusterCatalog", Ordered, La
 	ext := &unstructured.Unstructured{}
 
 	BeforeAll(func() {
-		// OLM v1 never adopts objects it did not create: the EtcdCluster CRD (left by OLM v0 or `make deploy`) has
-		// to go first. Only when no EtcdCluster exists anywhere, since deleting the CRD deletes them all; it is put
-		// back (from bundle/) afterwards, as the other installs on the node expect it.
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		crdKey := client.ObjectKey{Name: "etcdclusters.etcd.seedops.io"}
-		if err := k8s.Get(ctx, crdKey, crd); err == nil {
-			all := &etcdv1alpha1.EtcdClusterList{}
-			Expect(k8s.List(ctx, all)).To(Succeed())
-			Expect(all.Items).To(BeEmpty(), "EtcdClusters exist on the node: OLM v1 cannot take over their CRD")
-			Expect(k8s.Delete(ctx, crd)).To(Succeed())
-			expectGone(&apiextensionsv1.CustomResourceDefinition{}, "", crdKey.Name, 2*time.Minute)
+		// OLM v1 never adopts objects it did not create: the bundle's cluster-scoped objects left by OLM v0 or
+		// `make deploy` (both CRDs, the admin/editor/viewer and metrics-reader ClusterRoles) have to go first. A CRD
+		// only when no object of its kind exists anywhere, since deleting it deletes them all. Each is put back (from
+		// bundle/) afterwards, as the other installs on the node expect them.
+		files, err := filepath.Glob("../../bundle/manifests/*.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			Expect(err).NotTo(HaveOccurred())
+			obj := &unstructured.Unstructured{}
+			Expect(yaml.Unmarshal(data, &obj.Object)).To(Succeed(), f)
+			var cur client.Object
+			switch obj.GetKind() {
+			case "CustomResourceDefinition":
+				cur = &apiextensionsv1.CustomResourceDefinition{}
+			case "ClusterRole":
+				cur = &rbacv1.ClusterRole{}
+			default:
+				continue // namespaced (created in the install namespace) or the CSV
+			}
+			key := client.ObjectKey{Name: obj.GetName()}
+			if err := k8s.Get(ctx, key, cur); err != nil {
+				Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+				continue
+			}
+			if crd, ok := cur.(*apiextensionsv1.CustomResourceDefinition); ok {
+				list := &unstructured.UnstructuredList{}
+				list.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group,
+					Version: crd.Spec.Versions[0].Name, Kind: crd.Spec.Names.ListKind})
+				Expect(k8s.List(ctx, list)).To(Succeed())
+				Expect(list.Items).To(BeEmpty(), "%s exist on the node: OLM v1 cannot take over their CRD", crd.Spec.Names.Plural)
+			}
+			Expect(k8s.Delete(ctx, cur)).To(Succeed())
+			expectGone(cur.DeepCopyObject().(client.Object), "", key.Name, 2*time.Minute)
 			DeferCleanup(func() {
-				// Uninstalling the ClusterExtension deletes the CRD it installed: let that finish first.
+				// Uninstalling the ClusterExtension deletes what it installed: let that finish first.
 				Eventually(func() bool {
-					cur := &apiextensionsv1.CustomResourceDefinition{}
-					err := k8s.Get(context.Background(), crdKey, cur)
-					return apierrors.IsNotFound(err) || (err == nil && cur.DeletionTimestamp == nil)
+					again := cur.DeepCopyObject().(client.Object)
+					err := k8s.Get(context.Background(), key, again)
+					return apierrors.IsNotFound(err) || (err == nil && again.GetDeletionTimestamp() == nil)
 				}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(BeTrue())
-				out, err := run(kubectl, nil, "apply", "--server-side", "--force-conflicts", "-f",
-					"../../bundle/manifests/etcd.seedops.io_etcdclusters.yaml")
+				out, err := run(kubectl, nil, "apply", "--server-side", "--force-conflicts", "-f", f)
 				Expect(err).NotTo(HaveOccurred(), out)
 			})
-		} else {
-			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
 		}
 		ns = newNamespace("olmv1", true)
 		// OLM v1 installs with a service account the cluster admin provides; this one may do anything (the bundle
@@ -67,6 +88,15 @@ var _ = Describe("OLM v1: a ClusterExtension from a ClusterCatalog", Ordered, La
 		}
 		Expect(k8s.Create(ctx, crb)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(context.Background(), crb))).To(Succeed()) })
+	})
+
+	// The ClusterExtension lives through every spec of this ordered container (a DeferCleanup inside the first It
+	// would delete it as soon as that spec ends); the last spec deletes it, this catches a failure before that.
+	AfterAll(func() {
+		if ext.GetName() == "" {
+			return
+		}
+		Expect(client.IgnoreNotFound(k8s.Delete(context.Background(), ext))).To(Succeed())
 	})
 
 	It("installs the current bundle", func() {
@@ -87,9 +117,6 @@ var _ = Describe("OLM v1: a ClusterExtension from a ClusterCatalog", Ordered, La
 			},
 		}, "spec")).To(Succeed())
 		Expect(k8s.Create(ctx, ext)).To(Succeed())
-		DeferCleanup(func() {
-			Expect(client.IgnoreNotFound(k8s.Delete(context.Background(), ext))).To(Succeed())
-		})
 		Eventually(func(g Gomega) {
 			cur := &unstructured.Unstructured{}
 			cur.SetGroupVersionKind(clusterExtensionGVK)
