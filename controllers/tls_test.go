@@ -129,6 +129,11 @@ var _ = Describe("EtcdCluster TLS", func() {
 		c.Spec.TLS.RenewBefore = nil
 		Expect(k8sClient.Create(ctx, c)).To(MatchError(ContainSubstring("tls.certificateDuration must be at least 10m")))
 
+		fixed := newCluster(watchedNS)
+		Expect(k8sClient.Create(ctx, fixed)).To(Succeed())
+		Expect(retryUpdate(ctx, fixed, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.TLS.CASecretName = "another-ca" })).
+			To(MatchError(ContainSubstring("tls.caSecretName is immutable")))
+
 		plain := newCluster(watchedNS)
 		plain.Spec.TLS.Enabled = ptr.To(false)
 		plain.Spec.Auth.Enabled = true

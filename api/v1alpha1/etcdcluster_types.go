@@ -120,7 +120,7 @@ type EtcdClusterSpec struct {
 // require a client certificate signed by the cluster's CA (client-cert-auth); the operator issues a server,
 // a peer and a client certificate and re-issues each before it expires, which members pick up without a
 // restart (etcd reads its certificate files on every new connection).
-// +kubebuilder:validation:XValidation:rule="(has(self.caSecretName) ? self.caSecretName : '') == (has(oldSelf.caSecretName) ? oldSelf.caSecretName : '')",message="tls.caSecretName is immutable: members trust one CA for their lifetime"
+// +kubebuilder:validation:XValidation:rule="has(self.caSecretName) == has(oldSelf.caSecretName) && (!has(self.caSecretName) || self.caSecretName == oldSelf.caSecretName)",message="tls.caSecretName is immutable: members trust one CA for their lifetime"
 // +kubebuilder:validation:XValidation:rule="!has(self.certificateDuration) || !has(self.renewBefore) || duration(self.renewBefore) < duration(self.certificateDuration)",message="tls.renewBefore must be shorter than tls.certificateDuration"
 type TLSSpec struct {
 	// Enabled turns client and peer TLS on. Left unset, a new cluster gets TLS and the operator records

@@ -360,7 +360,7 @@ func (w *writer) ackedCount() int {
 // waitProgress waits until n more writes have been acknowledged.
 func (w *writer) waitProgress(n int, timeout time.Duration) {
 	target := w.ackedCount() + n
-	EventuallyWithOffset(1, w.ackedCount).WithTimeout(timeout).WithPolling(200 * time.Millisecond).
+	EventuallyWithOffset(1, w.ackedCount).WithTimeout(timeout).WithPolling(200*time.Millisecond).
 		Should(BeNumerically(">=", target), "the writer makes no progress")
 }
 
