@@ -36,8 +36,8 @@ type EtcdClusterSpec struct {
 	// volume expansion) but never shrink.
 	// +optional
 	// +kubebuilder:default="8Gi"
-	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0')) && quantity(string(self)).compareTo(quantity('1Pi')) <= 0",message="storageSize must be a positive quantity of at most 1Pi, such as 10Gi"
-	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || !isQuantity(string(oldSelf)) || quantity(string(self)).compareTo(quantity(string(oldSelf))) >= 0",message="storageSize can only grow: a persistent volume cannot be shrunk"
+	// +kubebuilder:validation:XValidation:rule="size(string(self)) <= 32 && !string(self).matches('[eE][+-]?[0-9]{3,}') && isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0')) && quantity(string(self)).compareTo(quantity('1Pi')) <= 0",message="storageSize must be a positive quantity of at most 1Pi, such as 10Gi (a decimal exponent has at most 2 digits)"
+	// +kubebuilder:validation:XValidation:rule="string(self).matches('[eE][+-]?[0-9]{3,}') || string(oldSelf).matches('[eE][+-]?[0-9]{3,}') || !isQuantity(string(self)) || !isQuantity(string(oldSelf)) || quantity(string(self)).compareTo(quantity(string(oldSelf))) >= 0",message="storageSize can only grow: a persistent volume cannot be shrunk"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Storage size per member",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	StorageSize resource.Quantity `json:"storageSize,omitempty"`
 

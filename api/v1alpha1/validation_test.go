@@ -89,6 +89,7 @@ func TestCreateRefusesBadManifests(t *testing.T) {
 		{"negative storage", "version: 3.5.9\nstorageSize: -1Gi", positive},
 		{"storage not a quantity", "version: 3.5.9\nstorageSize: ten", "spec.storageSize"},
 		{"storage beyond any volume (found by FuzzStorageSizeRule)", "version: 3.5.9\nstorageSize: '1000000000000000000000'", positive},
+		{"storage with a huge exponent (hung CEL quantity arithmetic)", "version: 3.5.9\nstorageSize: '1e1233333333'", positive},
 		{"cron with 4 fields", "version: 3.5.9\nbackupSchedule: '0 2 * *'", cron},
 		{"cron with 6 fields", "version: 3.5.9\nbackupSchedule: '0 0 2 * * *'", cron},
 		{"cron minute 60", "version: 3.5.9\nbackupSchedule: '60 * * * *'", cron},
