@@ -50,7 +50,8 @@ What next:
   kubectl patch etcdcluster prod-etcd --type merge -p '{"spec":{"replicas":5}}'        # scale through learners
   kubectl patch etcdcluster prod-etcd --type merge -p '{"spec":{"version":"3.6.16"}}'  # rolling upgrade
   kubectl describe etcdcluster prod-etcd                # events for every step
-  Clients in the cluster: http://prod-etcd-client.default.svc.cluster.local:2379
+  Clients in the cluster: https://prod-etcd-client.default.svc.cluster.local:2379 with the client
+  certificate in Secret prod-etcd-client-tls (tls.crt, tls.key, ca.crt; see README "TLS")
 Tear down:
   make cluster-down
 EOF
