@@ -99,10 +99,8 @@ var _ = Describe("Chaos", Label("chaos"), func() {
 				hold := time.Duration(10+rng.IntN(30)) * time.Second
 				p := &corev1.Pod{}
 				Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: victim}, p)).To(Succeed())
-				memberTLS := clusterTLS(c, fmt.Sprintf("%s.%s.%s.svc.cluster.local", p.Name, c.Name, ns))
-				memberURL := fmt.Sprintf("%s://%s:2379", scheme(c), p.Status.PodIP)
 				Eventually(func() error {
-					_, err := leaderFrom(memberURL, memberTLS)
+					_, err := leaderFrom(c, p)
 					return err
 				}).WithTimeout(30*time.Second).WithPolling(time.Second).Should(Succeed(), "member %s does not answer before the cut", victim)
 				logf("cutting the network of %s for %s", victim, hold)
@@ -115,7 +113,7 @@ var _ = Describe("Chaos", Label("chaos"), func() {
 				})
 				// The cut is real: the member, which answered before, no longer answers on its pod IP.
 				Eventually(func() error {
-					_, err := leaderFrom(memberURL, memberTLS)
+					_, err := leaderFrom(c, p)
 					return err
 				}).WithTimeout(30*time.Second).WithPolling(time.Second).ShouldNot(Succeed(), "member %s still answers through the cut", victim)
 				if rng.IntN(3) == 0 {

@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os/exec"
 	"slices"
 	"sort"
@@ -28,6 +29,7 @@ import (
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	"github.com/seedops/etcd-operator/internal/etcd"
+	"google.golang.org/grpc"
 )
 
 // Label keys the operator puts on member pods (see internal/resources).
@@ -257,14 +259,30 @@ func memberNames(c *etcdv1alpha1.EtcdCluster, n int) []string {
 func clusterClient(c *etcdv1alpha1.EtcdCluster) *clientv3.Client {
 	svc := &corev1.Service{}
 	ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Name + "-client"}, svc)).To(Succeed())
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{fmt.Sprintf("%s://%s:2379", scheme(c), svc.Spec.ClusterIP)},
-		TLS:         clusterTLS(c, c.Name+"-client."+c.Namespace+".svc"),
-		DialTimeout: 5 * time.Second,
-		Logger:      zap.NewNop(),
-	})
+	cli, err := etcdClientVia(c, c.Name+"-client."+c.Namespace+".svc", svc.Spec.ClusterIP, 5*time.Second)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return cli
+}
+
+// etcdClientVia connects to host (a name the server certificate carries) at ip: the etcd client verifies
+// the certificate against the endpoint's host name, and the host cannot resolve cluster DNS names, so the
+// connection is dialled to the IP while TLS checks the name.
+func etcdClientVia(c *etcdv1alpha1.EtcdCluster, host, ip string, timeout time.Duration) (*clientv3.Client, error) {
+	if tlsOn(c) {
+		return etcdClientTLS(host, ip, clusterTLS(c, host), timeout)
+	}
+	return clientv3.New(clientv3.Config{Endpoints: []string{"http://" + ip + ":2379"}, DialTimeout: timeout, Logger: zap.NewNop()})
+}
+
+// etcdClientTLS connects to https://host:2379, dialled at ip, with the given TLS configuration.
+func etcdClientTLS(host, ip string, tlsConfig *tls.Config, timeout time.Duration) (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{
+		Endpoints: []string{"https://" + host + ":2379"}, TLS: tlsConfig, DialTimeout: timeout, Logger: zap.NewNop(),
+		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", net.JoinHostPort(ip, "2379"))
+		})},
+	})
 }
 
 // leaderPod asks the ready members directly (by pod IP) who leads, and returns the leader's name.
@@ -278,28 +296,29 @@ func leaderPod(c *etcdv1alpha1.EtcdCluster) (string, error) {
 		if !podReady(&p) || p.Status.PodIP == "" {
 			continue
 		}
-		host := fmt.Sprintf("%s.%s.%s.svc.cluster.local", p.Name, c.Name, c.Namespace)
-		if name, err := leaderFrom(fmt.Sprintf("%s://%s:2379", scheme(c), p.Status.PodIP), clusterTLS(c, host)); err == nil {
+		if name, err := leaderFrom(c, &p); err == nil {
 			return name, nil
 		}
 	}
 	return "", fmt.Errorf("no member of %s/%s reports a leader", c.Namespace, c.Name)
 }
 
-func leaderFrom(ep string, tlsConfig *tls.Config) (string, error) {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, TLS: tlsConfig, DialTimeout: 3 * time.Second, Logger: zap.NewNop()})
+// leaderFrom asks member pod p (at its pod IP, checked against its stable name) who leads.
+func leaderFrom(c *etcdv1alpha1.EtcdCluster, p *corev1.Pod) (string, error) {
+	host := fmt.Sprintf("%s.%s.%s.svc.cluster.local", p.Name, c.Name, c.Namespace)
+	cli, err := etcdClientVia(c, host, p.Status.PodIP, 3*time.Second)
 	if err != nil {
 		return "", err
 	}
 	defer func() { _ = cli.Close() }()
 	sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	st, err := cli.Status(sctx, ep)
+	st, err := cli.Status(sctx, cli.Endpoints()[0])
 	if err != nil {
 		return "", err
 	}
 	if st.Leader == 0 {
-		return "", fmt.Errorf("%s knows no leader", ep)
+		return "", fmt.Errorf("%s knows no leader", p.Name)
 	}
 	ml, err := cli.MemberList(sctx)
 	if err != nil {

@@ -67,7 +67,6 @@ var _ = Describe("TLS", Label("tls"), Ordered, func() {
 
 		svc := &corev1.Service{}
 		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: c.Name + "-client"}, svc)).To(Succeed())
-		endpoint := "https://" + svc.Spec.ClusterIP + ":2379"
 		serverName := c.Name + "-client." + ns + ".svc"
 		good := clusterTLS(c, serverName)
 		stranger, _, err := pki.NewCA("stranger", time.Hour, time.Now())
@@ -81,7 +80,8 @@ var _ = Describe("TLS", Label("tls"), Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		foreignCert.Certificates = []tls.Certificate{pair}
 		for name, cfg := range map[string]*tls.Config{"no client certificate": noCert, "a certificate from another CA": foreignCert} {
-			cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, TLS: cfg, DialTimeout: 3 * time.Second, Logger: zap.NewNop()})
+			// The same name and address the working client uses: only the client certificate differs.
+			cli, err := etcdClientTLS(serverName, svc.Spec.ClusterIP, cfg, 3*time.Second)
 			if err == nil {
 				pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				_, err = cli.Put(pctx, "/e2e/intruder", name)
