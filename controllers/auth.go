@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -113,10 +115,7 @@ func (r *EtcdClusterReconciler) rootPassword(ctx context.Context, c *etcdv1alpha
 	return password, nil
 }
 
+// sortedClientURLs are the member pods' client URLs in a stable order.
 func sortedClientURLs(obs observation) []string {
-	var out []string
-	for _, u := range obs.clientURLs {
-		out = append(out, u)
-	}
-	return out
+	return slices.Sorted(maps.Values(obs.clientURLs))
 }

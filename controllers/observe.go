@@ -157,12 +157,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 
 // observeEtcd reads the member list and asks each member about itself.
 func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation) error {
-	var endpoints []string
-	for _, url := range obs.clientURLs {
-		endpoints = append(endpoints, url)
-	}
-	slices.Sort(endpoints)
-	cli, err := r.dial(ctx, c, obs, endpoints)
+	cli, err := r.dial(ctx, c, obs, sortedClientURLs(*obs))
 	if err != nil {
 		return err
 	}

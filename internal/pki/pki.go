@@ -53,11 +53,7 @@ type Request struct {
 
 // NewCA creates a self-signed ECDSA P-256 CA.
 func NewCA(commonName string, validity time.Duration, now time.Time) (*CA, []byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	serial, err := newSerial()
+	key, serial, err := newKeyAndSerial()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -105,11 +101,7 @@ func ParseCA(certPEM, keyPEM []byte) (*CA, error) {
 
 // Issue creates a key pair and a certificate for req signed by ca. The certificate never outlives its CA.
 func (ca *CA) Issue(req Request, now time.Time) (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	serial, err := newSerial()
+	key, serial, err := newKeyAndSerial()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -192,8 +184,14 @@ func extKeyUsage(u Usage) []x509.ExtKeyUsage {
 	return []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
 }
 
-func newSerial() (*big.Int, error) {
-	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+// newKeyAndSerial makes the key pair and the random serial of a new certificate.
+func newKeyAndSerial() (*ecdsa.PrivateKey, *big.Int, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	return key, serial, err
 }
 
 func encodeCert(der []byte) []byte {
