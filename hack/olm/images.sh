@@ -5,7 +5,7 @@
 #   opm:<opm version>-<hash>      /bin/opm, /bin/grpc_health_probe and busybox (sh, cat, gzip: operator-sdk's
 #                                 registry pod runs `sh -c "opm serve ..."` and decompresses with gzip); an empty
 #                                 /configs with the index label, so it also serves as an empty index image
-#   etcd-operator:v0.1.0-<hash>   the previous release's operator, built from the v0.1.0 tag's tree
+#   etcd-operator:v0.1.0-<hash>   the previous release's operator, built from releases/0.1.0/source-commit's tree
 #   etcd-operator-bundle:v<X>-<hash>  every release's bundle (releases/X/bundle) and the one in development
 #                                 (bundle/), with image references rewritten to the node's images
 #   etcd-operator-catalog:<hash>  catalog/ rewritten the same way (a local variant: catalog/ is left alone),
@@ -81,16 +81,30 @@ labelled "$opm_ref" "$OLM_WORK/index.labels" "${OPM_ARGS[@]}" --dir /configs --e
   --cmd serve,/configs
 log "opm image $opm_ref"
 
-# --- Operator images: VERSION from hack/node/images.sh; each release from its tag's tree.
+# --- Operator images: VERSION from hack/node/images.sh; each release from its source commit's tree.
+# A release's source is the commit named in releases/<v>/source-commit: a clone of main alone carries no
+# tags, but the commit is in main's history. The tag, when present, must agree.
+release_commit() { # VERSION -> commit
+  local rel=$1 commit tagged
+  commit=$(cat "$ROOT/releases/$rel/source-commit")
+  if ! git -C "$ROOT" cat-file -e "$commit^{commit}" 2>/dev/null; then
+    echo "release $rel: commit $commit (releases/$rel/source-commit) is not in this clone's history (shallow clone?)" >&2
+    return 1
+  fi
+  if tagged=$(git -C "$ROOT" rev-parse -q --verify "refs/tags/v$rel^{commit}"); then
+    [ "$tagged" = "$commit" ] || { echo "release $rel: tag v$rel is $tagged, releases/$rel/source-commit says $commit" >&2; return 1; }
+  fi
+  echo "$commit"
+}
 declare -A OP_IMAGE
 OP_IMAGE[$VERSION]=$(cat "$NODE_DIR/operator-image")
 for rel in $(cd "$ROOT/releases" && ls | sort -V); do
   [ "$rel" = "$VERSION" ] && continue
   src=$OLM_WORK/src/v$rel
-  commit=$(git -C "$ROOT" rev-parse "v$rel^{commit}")
+  commit=$(release_commit "$rel")
   if [ "$(cat "$src.commit" 2>/dev/null)" != "$commit" ]; then
     rm -rf "$src" && mkdir -p "$src"
-    git -C "$ROOT" archive "v$rel" | tar -x -C "$src"
+    git -C "$ROOT" archive "$commit" | tar -x -C "$src"
     echo "$commit" >"$src.commit"
   fi
   (cd "$src" && CGO_ENABLED=0 GOWORK=off go build -trimpath -o "$IMAGES/manager-v$rel.tmp" ./cmd)
