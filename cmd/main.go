@@ -21,6 +21,7 @@ import (
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	"github.com/seedops/etcd-operator/controllers"
 	"github.com/seedops/etcd-operator/internal/etcd"
+	"github.com/seedops/etcd-operator/internal/failpoint"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
@@ -62,6 +63,13 @@ func main() {
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+
+	if armed, err := failpoint.ArmFromEnv(); err != nil {
+		setupLog.Error(err, "unable to arm failpoints")
+		os.Exit(1)
+	} else if len(armed) > 0 {
+		setupLog.Info("failpoints armed: this operator crashes on purpose", "armed", armed)
+	}
 
 	options := resources.DefaultOptions()
 	options.ClusterDomain = clusterDomain

@@ -4,7 +4,7 @@
 # package's testdata/fuzz/<Target>/ (commit it as a seed once fixed). `make test` already runs every
 # target's seed corpus as ordinary tests.
 
-FUZZ_TIME ?= 15s
+FUZZ_TIME ?= 10s
 # Fuzzing workers per target (go test -parallel); empty: GOMAXPROCS.
 FUZZ_PARALLEL ?=
 
@@ -30,7 +30,7 @@ FUZZ_TARGETS := \
 # Go's fuzzing engine can stop with "context deadline exceeded" when -fuzztime ends while a worker starts
 # up; that writes no failing input, and the target is run once more. A crash always writes one: it fails at once.
 .PHONY: fuzz
-fuzz: ## Run every fuzz target for FUZZ_TIME each (default 15s; ~14 targets), sequentially; fails on the first crash.
+fuzz: ## Run every fuzz target for FUZZ_TIME each (default 10s; 14 targets), sequentially; fails on the first crash.
 	@set -e; start=$$(date +%s); for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; name=$${t##*:}; dir=$$pkg/testdata/fuzz/$$name; \
 	  for attempt in 1 2; do \

@@ -28,8 +28,9 @@ images: ## Build the operator, etcd, pause and busybox images offline and push t
 
 .PHONY: test-e2e
 test-e2e: cluster-up minio ## Deploy the operator (make deploy) on the local node and run the e2e suite (tests/e2e).
-	VERSION=$(VERSION) MINIO_BIN=$(MINIO) hack/node/images.sh
+	VERSION=$(VERSION) MINIO_BIN=$(MINIO) FAILPOINT_IMAGE=1 hack/node/images.sh
 	KUBECONFIG=$(NODE_KUBECONFIG) $(MAKE) deploy IMG=$$(cat $(NODE_DIR)/operator-image)
 	KUBECONFIG=$(NODE_KUBECONFIG) KUBECTL=$(KUBECTL) E2E_OPERATOR_IMAGE=$$(cat $(NODE_DIR)/operator-image) \
+		E2E_FAILPOINT_IMAGE=$$(cat $(NODE_DIR)/operator-image-failpoints) E2E_KUBELET_ROOT=$(NODE_DIR)/state/kubelet \
 		go test -tags e2e ./tests/e2e/... -count=1 -timeout $(E2E_TIMEOUT) -v \
 		-ginkgo.v -ginkgo.label-filter='$(E2E_LABEL_FILTER)' $(E2E_ARGS)

@@ -93,8 +93,11 @@ for ipt in iptables ip6tables; do
   done
 done
 
-# 7. The pods' bridge, CNI's result cache for this network, kubelet's log links.
+# 7. The pods' bridge, the Service range's route, CNI's result cache for this network, kubelet's log links.
 if ip link show cni0 >/dev/null 2>&1; then ip link delete cni0 && log "deleted bridge cni0"; fi
+if ip link show "$SERVICE_DEVICE" >/dev/null 2>&1; then
+  ip link delete "$SERVICE_DEVICE" && log "deleted $SERVICE_DEVICE (the route of the Service range)"
+fi
 rm -f /var/lib/cni/results/etcd-operator-node-* 2>/dev/null || true
 if [ -d /var/log/containers ]; then
   find /var/log/containers -maxdepth 1 -type l -lname "$STATE/*" -delete 2>/dev/null || true

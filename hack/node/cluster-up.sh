@@ -34,6 +34,15 @@ if [ ! -f "$SYSCTL_SAVED" ]; then
 fi
 sysctl -q -w net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1
 
+# --- Service IPs lead nowhere until kube-proxy translates them. Without this route a connection to a
+# Service IP made before kube-proxy's rule exists follows the default route; this machine's gateway answers
+# every TCP connection (HTTP 404), and the kube-apiserver kept such a connection for an APIService's
+# availability check and never reached the service (OLM's packageserver stayed FailedDiscoveryCheck "404").
+# A dummy device drops those packets; kube-proxy's DNAT re-routes locally sent packets to the pods as before.
+if ! ip link show "$SERVICE_DEVICE" >/dev/null 2>&1; then ip link add "$SERVICE_DEVICE" type dummy; fi
+ip link set "$SERVICE_DEVICE" up
+ip route replace "$SERVICE_CIDR" dev "$SERVICE_DEVICE"
+
 # --- Registry and images (in the background while the control plane starts).
 "$HACK/registry.sh"
 "$HACK/images.sh" >"$LOGS/images.log" 2>&1 &

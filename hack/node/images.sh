@@ -6,7 +6,8 @@
 #   busybox:<version>                local-path-provisioner's helper pods, from Debian's busybox-static
 #   minio:e2e                        the S3-compatible server of the backup e2e tests (MINIO_BIN, `make minio`)
 # Each image is skipped when its inputs are unchanged and the registry still has it.
-# The operator image reference is written to bin/node/operator-image.
+# The operator image reference is written to bin/node/operator-image (FAILPOINT_IMAGE=1 adds the failpoint
+# build's, bin/node/operator-image-failpoints).
 source "$(dirname "$0")/lib.sh"
 VERSION=${VERSION:-0.2.0}
 
@@ -20,6 +21,17 @@ op_ref=$REGISTRY/etcd-operator:v$VERSION-$(sha256sum "$IMAGES/manager" | cut -c1
 image "$op_ref" "${BASE_FILES[@]}" --add "$IMAGES/manager:/manager:0755" \
   --user 65532:65532 --entrypoint /manager --workdir /
 echo "$op_ref" >"$NODE_DIR/operator-image"
+
+# FAILPOINT_IMAGE=1 (make test-e2e): the same operator built with the failpoints tag, for the e2e that
+# crashes it on purpose (internal/failpoint); its reference goes to bin/node/operator-image-failpoints.
+if [ "${FAILPOINT_IMAGE:-}" = 1 ]; then
+  (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -tags failpoints -o "$IMAGES/manager-failpoints.tmp" ./cmd)
+  if cmp -s "$IMAGES/manager-failpoints.tmp" "$IMAGES/manager-failpoints"; then rm "$IMAGES/manager-failpoints.tmp"; else mv "$IMAGES/manager-failpoints.tmp" "$IMAGES/manager-failpoints"; fi
+  fp_ref=$REGISTRY/etcd-operator:v$VERSION-failpoints-$(sha256sum "$IMAGES/manager-failpoints" | cut -c1-12)
+  image "$fp_ref" "${BASE_FILES[@]}" --add "$IMAGES/manager-failpoints:/manager:0755" \
+    --user 65532:65532 --entrypoint /manager --workdir /
+  echo "$fp_ref" >"$NODE_DIR/operator-image-failpoints"
+fi
 
 for v in $ETCD_VERSION $EXTRA_ETCD_VERSIONS; do
   d=$ROOT/bin/etcd/$v

@@ -18,5 +18,17 @@ const (
 // All is every failpoint.
 var All = []string{AfterMembershipStep, AfterStatefulSetApply, AfterCertificateIssued}
 
+// Process crashes (ArmFromEnv), for e2e tests of a failpoint build of the operator image.
+const (
+	// EnvFailpoints arms failpoints at start: "name=count,name=count".
+	EnvFailpoints = "ETCD_OPERATOR_FAILPOINTS"
+	// EnvStateDir is where fired failpoints are counted; it must outlive the process (an emptyDir).
+	EnvStateDir = "ETCD_OPERATOR_FAILPOINT_STATE"
+	// ExitCode is the exit code of a process a failpoint ended.
+	ExitCode = 77
+	// TerminationLog receives "failpoint <name> fired (<n>)", so the pod's status says which one fired.
+	TerminationLog = "/dev/termination-log"
+)
+
 // Crash is the panic value of a failpoint that fired.
 type Crash struct{ Name string }

@@ -2,6 +2,11 @@
 
 package failpoint
 
+import (
+	"fmt"
+	"os"
+)
+
 // Enabled reports whether this build has failpoints.
 const Enabled = false
 
@@ -14,3 +19,11 @@ func Arm(name string, _ int) { panic("failpoint " + name + ": built without the 
 
 // Fired is empty without the failpoints tag.
 func Fired() map[string]int { return nil }
+
+// ArmFromEnv refuses failpoints requested from a build without them, so a test cannot pass without them.
+func ArmFromEnv() (map[string]int, error) {
+	if os.Getenv(EnvFailpoints) != "" {
+		return nil, fmt.Errorf("%s is set but this build has no failpoints (build with -tags failpoints)", EnvFailpoints)
+	}
+	return nil, nil
+}
