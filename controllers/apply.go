@@ -27,7 +27,11 @@ const FieldOwner = "etcd-operator"
 // already hold exactly the desired values. The comparison is what keeps a steady-state reconcile free of
 // API writes, and it still catches drift: a field someone else changed is no longer ours (or no longer
 // equal), and a deleted object is simply missing.
-func applyIfChanged[O client.Object, A any](ctx context.Context, c client.Client, existing O, desired *A,
+//
+// The cache holds objects without managedFields (CacheOptions strips them: most of a cached object's
+// size), so the owned fields are extracted from a live read, made only when the cached object's
+// resourceVersion moved since its fields were last found equal.
+func applyIfChanged[O client.Object, A any](ctx context.Context, c client.Client, live client.Reader, existing O, desired *A,
 	extract func(O, string) (*A, error),
 ) (bool, error) {
 	ac, ok := any(desired).(runtime.ApplyConfiguration)
@@ -49,6 +53,11 @@ func applyIfChanged[O client.Object, A any](ctx context.Context, c client.Client
 	case err == nil:
 		if hashErr == nil && unchanged.is(ck, existing.GetResourceVersion(), hash) {
 			return false, nil
+		}
+		if err := live.Get(ctx, key, existing); apierrors.IsNotFound(err) {
+			break // deleted since the cache saw it: create it again
+		} else if err != nil {
+			return false, fmt.Errorf("get %s: %w", key, err)
 		}
 		current, err := extract(existing, FieldOwner)
 		if err != nil {

@@ -83,8 +83,8 @@ func (r *EtcdClusterReconciler) reconcileAuth(ctx context.Context, c *etcdv1alph
 func (r *EtcdClusterReconciler) rootPassword(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (string, error) {
 	name := rootPasswordSecretName(c)
 	var reader client.Reader = r.Client
-	if c.Spec.Auth.RootPasswordSecretName != "" && r.APIReader != nil {
-		reader = r.APIReader // not the operator's: not in its label-filtered cache
+	if c.Spec.Auth.RootPasswordSecretName != "" {
+		reader = r.liveReader() // not the operator's: not in its label-filtered cache
 	}
 	secret := &corev1.Secret{}
 	err := reader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, secret)

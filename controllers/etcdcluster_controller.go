@@ -56,7 +56,8 @@ const (
 type EtcdClusterReconciler struct {
 	client.Client
 	Scheme *runtime.Scheme
-	// APIReader reads objects the cache does not hold (a user-supplied CA Secret); nil uses the client.
+	// APIReader reads what the cache does not hold: a user-supplied CA Secret, and the managedFields the
+	// cache strips (applyIfChanged); nil uses the client.
 	APIReader client.Reader
 	Recorder  recorder.EventRecorder
 	Options   resources.Options
@@ -198,6 +199,14 @@ func (r *EtcdClusterReconciler) requeueAfter(c *etcdv1alpha1.EtcdCluster, obs ob
 
 // applied logs an apply that changed something and adds it to the reconcile's Applied event (or, outside
 // a reconcile that collects them, records an event of its own).
+// liveReader reads from the API server, not the cache (the client when no APIReader is set).
+func (r *EtcdClusterReconciler) liveReader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}
+
 func (r *EtcdClusterReconciler) applied(ctx context.Context, c *etcdv1alpha1.EtcdCluster, changed bool, kind, name string) {
 	if !changed {
 		return
@@ -215,14 +224,14 @@ func (r *EtcdClusterReconciler) reconcileConfigMap(ctx context.Context, c *etcdv
 		return nil // etcd unreachable after formation: keep what members were started with
 	}
 	desired := resources.ConfigMap(c, r.memberConfig(c, d.Config))
-	changed, err := applyIfChanged(ctx, r.Client, &corev1.ConfigMap{}, desired, corev1ac.ExtractConfigMap)
+	changed, err := applyIfChanged(ctx, r.Client, r.liveReader(), &corev1.ConfigMap{}, desired, corev1ac.ExtractConfigMap)
 	r.applied(ctx, c, changed, "ConfigMap", resources.ConfigMapName(c))
 	return err
 }
 
 func (r *EtcdClusterReconciler) reconcileServices(ctx context.Context, c *etcdv1alpha1.EtcdCluster, d membership.Decision, obs observation) error {
 	for _, desired := range []*corev1ac.ServiceApplyConfiguration{resources.PeerService(c), resources.ClientService(c)} {
-		changed, err := applyIfChanged(ctx, r.Client, &corev1.Service{}, desired, corev1ac.ExtractService)
+		changed, err := applyIfChanged(ctx, r.Client, r.liveReader(), &corev1.Service{}, desired, corev1ac.ExtractService)
 		if err != nil {
 			return err
 		}
@@ -259,7 +268,7 @@ func (r *EtcdClusterReconciler) reconcileStatefulSet(ctx context.Context, c *etc
 	if !existing.DeletionTimestamp.IsZero() {
 		return nil // being replaced; its deletion event brings us back
 	}
-	changed, err := applyIfChanged(ctx, r.Client, existing, desired, extractStatefulSet)
+	changed, err := applyIfChanged(ctx, r.Client, r.liveReader(), existing, desired, extractStatefulSet)
 	r.applied(ctx, c, changed, "StatefulSet", resources.StatefulSetName(c))
 	if changed {
 		failpoint.Inject(failpoint.AfterStatefulSetApply)
@@ -318,7 +327,7 @@ func (r *EtcdClusterReconciler) growVolumeClaims(ctx context.Context, c *etcdv1a
 
 func (r *EtcdClusterReconciler) reconcilePodDisruptionBudget(ctx context.Context, c *etcdv1alpha1.EtcdCluster, d membership.Decision, obs observation) error {
 	desired := resources.PodDisruptionBudget(c, obs.voters(c))
-	changed, err := applyIfChanged(ctx, r.Client, &policyv1.PodDisruptionBudget{}, desired, policyv1ac.ExtractPodDisruptionBudget)
+	changed, err := applyIfChanged(ctx, r.Client, r.liveReader(), &policyv1.PodDisruptionBudget{}, desired, policyv1ac.ExtractPodDisruptionBudget)
 	r.applied(ctx, c, changed, "PodDisruptionBudget", resources.PDBName(c))
 	return err
 }
@@ -343,7 +352,7 @@ func (r *EtcdClusterReconciler) reconcileBackupCronJob(ctx context.Context, c *e
 		return nil
 	}
 	desired := resources.BackupCronJob(c, r.Options)
-	changed, err := applyIfChanged(ctx, r.Client, &batchv1.CronJob{}, desired, batchv1ac.ExtractCronJob)
+	changed, err := applyIfChanged(ctx, r.Client, r.liveReader(), &batchv1.CronJob{}, desired, batchv1ac.ExtractCronJob)
 	r.applied(ctx, c, changed, "CronJob", resources.BackupCronJobName(c))
 	return err
 }

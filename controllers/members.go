@@ -58,8 +58,9 @@ func (r *EtcdClusterReconciler) recordVolumes(ctx context.Context, c *etcdv1alph
 	for _, m := range obs.members {
 		ord, ok := obs.ordinals[m.ID]
 		pvc := obs.pvcByOrdinal[ord]
-		if !ok || ord < 0 || pvc == nil || !obs.healthy[m.ID] || pvc.Annotations[AnnotationMemberID] != "" || !pvc.DeletionTimestamp.IsZero() {
-			continue
+		if !ok || ord < 0 || pvc == nil || !obs.healthy[m.ID] || pvc.Annotations[AnnotationMemberID] != "" || !pvc.DeletionTimestamp.IsZero() ||
+			obs.claimReplaced(m.Name, m.ID, ord) {
+			continue // a claim that replaced the member's recorded one never holds its data
 		}
 		ac := corev1ac.PersistentVolumeClaim(pvc.Name, pvc.Namespace).
 			WithAnnotations(map[string]string{AnnotationMemberID: strconv.FormatUint(m.ID, 16)})

@@ -237,6 +237,22 @@ func (obs observation) unhealthySince(name string, now time.Time) time.Time {
 	return now
 }
 
+// recordedClaim is the claim UID the last status recorded for member id (empty if none).
+func (obs observation) recordedClaim(name string, id uint64) string {
+	if prev, ok := obs.previous[name]; ok && prev.ID == strconv.FormatUint(id, 16) {
+		return prev.VolumeClaimUID
+	}
+	return ""
+}
+
+// claimReplaced reports whether member id's ordinal now has another claim than the one recorded as
+// holding its data: the data is gone, whatever etcd says about the member.
+func (obs observation) claimReplaced(name string, id uint64, ord int) bool {
+	pvc := obs.pvcByOrdinal[ord]
+	recorded := obs.recordedClaim(name, id)
+	return pvc != nil && recorded != "" && string(pvc.UID) != recorded
+}
+
 // voters is the number of voting members (the spec's size when etcd cannot be asked).
 func (obs observation) voters(c *etcdv1alpha1.EtcdCluster) int32 {
 	if !obs.reachable {
@@ -293,6 +309,9 @@ func (obs observation) planInput(c *etcdv1alpha1.EtcdCluster, now time.Time, hea
 			ID: m.ID, Ordinal: obs.ordinals[m.ID], Name: m.Name, Learner: m.IsLearner,
 			Started: len(m.ClientURLs) > 0, Healthy: obs.healthy[m.ID], Leader: m.ID == leader,
 			RaftIndex: obs.statuses[m.ID].RaftIndex,
+		}
+		if pm.Ordinal >= 0 && obs.claimReplaced(m.Name, m.ID, pm.Ordinal) {
+			pm.ClaimReplaced = true
 		}
 		if !pm.Healthy {
 			pm.UnhealthySince = obs.unhealthySince(m.Name, now)

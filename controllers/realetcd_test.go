@@ -281,7 +281,7 @@ func startRealManager(procs *etcdtest.Cluster) context.CancelFunc {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect((&EtcdClusterReconciler{
-		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("etcd-operator"),
+		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("etcd-operator"),
 		Options: resources.DefaultOptions(), Dialer: etcd.NewDialer(2 * time.Second), URLs: processURLs{procs},
 		StepInterval: 300 * time.Millisecond, HealthInterval: 2 * time.Second,
 	}).SetupWithManager(mgr)).To(Succeed())
@@ -408,6 +408,75 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.Replicas = 3 })).To(Succeed())
 		Eventually(running(3), 120*time.Second, 250*time.Millisecond).Should(Succeed())
 		GinkgoWriter.Printf("scale 5->3: %s\n", time.Since(start))
+	})
+
+	It("replaces at once a member whose claim was replaced while the operator was down", func() {
+		victim := resources.MemberName(c, 1)
+		claimName := resources.DataVolumeName + "-" + victim
+		var recorded etcdv1alpha1.MemberStatus
+		Eventually(func(g Gomega) {
+			g.Expect(get(ctx, c)).To(Succeed())
+			for _, m := range c.Status.Members {
+				if m.Name == victim {
+					recorded = m
+				}
+			}
+			g.Expect(recorded.VolumeClaimUID).NotTo(BeEmpty(), "status records the claim holding the member's data")
+		}, 30*time.Second, 250*time.Millisecond).Should(Succeed())
+		oldClaim := &corev1.PersistentVolumeClaim{}
+		Expect(k8sClient.Get(ctx, key(realNS, claimName), oldClaim)).To(Succeed())
+		Expect(string(oldClaim.UID)).To(Equal(recorded.VolumeClaimUID))
+
+		By("losing the member's claim and pod while no operator runs")
+		stopManager()
+		Expect(k8sClient.Delete(ctx, oldClaim)).To(Succeed())
+		pod := &corev1.Pod{}
+		Expect(k8sClient.Get(ctx, key(realNS, victim), pod)).To(Succeed())
+		Expect(k8sClient.Delete(ctx, pod)).To(Succeed())
+
+		By("the member coming back on a new, empty claim under its old ID")
+		// etcd finds the member by its peer URL and starts it with the old ID and an empty log; it then
+		// panics on the leader's first heartbeat (commit index beyond its empty log) and the kubelet
+		// restarts it, again and again. Had the member been healthy, the data would still be gone.
+		idOf := func(g Gomega) string {
+			cli, err := etcd.NewDialer(2*time.Second).Dial(ctx, []string{procs.ClientURL(0)}, kubelet.tlsConfig())
+			g.Expect(err).NotTo(HaveOccurred())
+			defer cli.Close()
+			list, err := cli.MemberList(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			for _, m := range list {
+				if len(m.PeerURLs) > 0 && m.PeerURLs[0] == procs.PeerURL(1) && !m.IsLearner {
+					return strconv.FormatUint(m.ID, 16)
+				}
+			}
+			return ""
+		}
+		Eventually(func(g Gomega) {
+			newClaim := &corev1.PersistentVolumeClaim{}
+			g.Expect(k8sClient.Get(ctx, key(realNS, claimName), newClaim)).To(Succeed())
+			g.Expect(newClaim.UID).NotTo(Equal(oldClaim.UID))
+			g.Expect(procs.HasData(1)).To(BeTrue(), "member 1 started on the new claim")
+			g.Expect(idOf(g)).To(Equal(recorded.ID))
+		}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
+
+		By("the operator replacing it with a new member on the new claim, without waiting HealAfter (3m)")
+		// The member's recorded claim (status) is not the one its ordinal has now: its data is gone. Before
+		// that record, a member seen unhealthy only after its new claim was created waited HealAfter.
+		stopManager = startRealManager(procs)
+		Eventually(func(g Gomega) {
+			running(3)(g)
+			id := idOf(g)
+			g.Expect(id).NotTo(BeEmpty())
+			g.Expect(id).NotTo(Equal(recorded.ID), "the member that rejoined empty was replaced")
+			newClaim := &corev1.PersistentVolumeClaim{}
+			g.Expect(k8sClient.Get(ctx, key(realNS, claimName), newClaim)).To(Succeed())
+			for _, m := range c.Status.Members {
+				if m.Name == victim {
+					g.Expect(m.ID).To(Equal(id))
+					g.Expect(m.VolumeClaimUID).To(Equal(string(newClaim.UID)))
+				}
+			}
+		}, 120*time.Second, 250*time.Millisecond).Should(Succeed())
 	})
 
 	It("serves only TLS clients with a certificate from the cluster's CA", func() {

@@ -52,6 +52,15 @@ func memberStatuses(c *etcdv1alpha1.EtcdCluster, obs observation, now time.Time)
 			if st, ok := obs.statuses[m.ID]; ok {
 				ms.Leader, ms.Version, ms.DBSizeBytes = st.Leader == m.ID, st.Version, st.DBSize
 			}
+			// The claim holding the member's data: kept once recorded (a member's data never moves to
+			// another claim), else the claim recorded to hold it once the member is healthy.
+			ms.VolumeClaimUID = obs.recordedClaim(m.Name, m.ID)
+			if ord, ok := obs.ordinals[m.ID]; ms.VolumeClaimUID == "" && ok && ord >= 0 && ms.Healthy {
+				if pvc := obs.pvcByOrdinal[ord]; pvc != nil && pvc.DeletionTimestamp.IsZero() &&
+					pvc.Annotations[AnnotationMemberID] == ms.ID {
+					ms.VolumeClaimUID = string(pvc.UID)
+				}
+			}
 			out = append(out, ms)
 		}
 	} else {

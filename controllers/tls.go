@@ -116,8 +116,8 @@ func (r *EtcdClusterReconciler) observeTLS(ctx context.Context, c *etcdv1alpha1.
 	}
 	t.caOwned = c.Spec.TLS.CASecretName == ""
 	var reader client.Reader = r.Client
-	if !t.caOwned && r.APIReader != nil {
-		reader = r.APIReader
+	if !t.caOwned {
+		reader = r.liveReader() // the user's: not in the operator's label-filtered cache
 	}
 	caSecret := &corev1.Secret{}
 	err := reader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.CASecretName(c)}, caSecret)

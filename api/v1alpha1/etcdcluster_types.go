@@ -407,6 +407,11 @@ type MemberStatus struct {
 	// Unknown is true for a member in etcd that the operator did not add; it is reported, never removed.
 	// +optional
 	Unknown bool `json:"unknown,omitempty"`
+	// VolumeClaimUID is the volume claim found holding this member's data once it was healthy. A member
+	// whose ordinal now has another claim lost its data, even if etcd let it rejoin empty under its old
+	// ID, and is replaced.
+	// +optional
+	VolumeClaimUID string `json:"volumeClaimUID,omitempty"`
 }
 
 // EtcdClusterStatus is the observed state of an etcd cluster.

@@ -38,8 +38,9 @@ sysctl -q -w net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1
 # Service IP made before kube-proxy's rule exists follows the default route; this machine's gateway answers
 # every TCP connection (HTTP 404), and the kube-apiserver kept such a connection for an APIService's
 # availability check and never reached the service (OLM's packageserver stayed FailedDiscoveryCheck "404").
-# A dummy device drops those packets; kube-proxy's DNAT re-routes locally sent packets to the pods as before.
-if ! ip link show "$SERVICE_DEVICE" >/dev/null 2>&1; then ip link add "$SERVICE_DEVICE" type dummy; fi
+# A bridge without ports (this kernel has no dummy devices) drops them; kube-proxy's DNAT re-routes locally
+# sent packets to the pods as before.
+if ! ip link show "$SERVICE_DEVICE" >/dev/null 2>&1; then ip link add "$SERVICE_DEVICE" type bridge; fi
 ip link set "$SERVICE_DEVICE" up
 ip route replace "$SERVICE_CIDR" dev "$SERVICE_DEVICE"
 

@@ -33,7 +33,7 @@ CLUSTER_DOMAIN=cluster.local
 POD_CIDR=10.244.0.0/24
 CLUSTER_CIDR=10.244.0.0/16
 SERVICE_CIDR=10.96.0.0/16
-SERVICE_DEVICE=etcdop-svc0           # dummy device the Service range is routed to (cluster-up.sh)
+SERVICE_DEVICE=etcdop-svc0           # portless bridge the Service range is routed to (cluster-up.sh)
 API_SERVICE_IP=10.96.0.1
 # Ports of the host control plane; etcd avoids 2379/2380 so that a developer's own etcd keeps them.
 ETCD_CLIENT_PORT=12379

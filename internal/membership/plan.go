@@ -26,6 +26,10 @@ type Member struct {
 	RaftIndex uint64
 	// UnhealthySince is when the member was first seen unhealthy (zero when healthy).
 	UnhealthySince time.Time
+	// ClaimReplaced is true when the member's ordinal has another volume claim than the one recorded as
+	// holding its data: etcd lets a member whose data directory is empty rejoin under its old ID (it
+	// finds itself by its peer URL), healthy but without the raft state it had acknowledged.
+	ClaimReplaced bool
 }
 
 // Pod is a member pod as observed.
@@ -257,6 +261,7 @@ func Plan(o Observed) Decision {
 		// came back with an empty volume, which etcd refuses for an existing member.
 		dataLost = dataLost || (hasVolume && !v.Deleting && v.MemberID == 0 && m.Started && !m.Healthy &&
 			!m.UnhealthySince.IsZero() && !v.Created.IsZero() && v.Created.After(m.UnhealthySince))
+		dataLost = dataLost || (hasVolume && !v.Deleting && m.ClaimReplaced)
 		tooLong := !m.Healthy && !m.UnhealthySince.IsZero() && o.Now.Sub(m.UnhealthySince) >= o.HealAfter
 		if !dataLost && !tooLong {
 			continue

@@ -145,6 +145,23 @@ func TestPlan(t *testing.T) {
 				return o
 			}(),
 			action: ActionMarkReplace, ordinal: 1, replicas: 3, phase: PhaseHealing, message: "volume was replaced"},
+		{name: "a healthy member on another claim than the recorded one rejoined empty: replaced at once",
+			in: func() Observed {
+				o := formed(3, 3, voters(3))
+				o.Members[1].ClaimReplaced = true
+				o.Volumes[1] = Volume{Created: now.Add(-5 * time.Second)}
+				return o
+			}(),
+			action: ActionMarkReplace, ordinal: 1, replicas: 3, phase: PhaseHealing, message: "volume was replaced"},
+		{name: "a rejoined-empty member is not replaced at the cost of quorum",
+			in: func() Observed {
+				o := formed(3, 3, voters(3))
+				o.Members[1].ClaimReplaced = true
+				o.Volumes[1] = Volume{Created: now.Add(-5 * time.Second)}
+				o.Members[2].Healthy, o.Members[2].UnhealthySince = false, now
+				return o
+			}(),
+			replicas: 3, phase: PhaseBlocked, message: "cannot heal"},
 		{name: "a never-recorded claim older than the member's unhealthiness waits HealAfter (a slow first start)",
 			in: func() Observed {
 				o := formed(3, 3, voters(3))

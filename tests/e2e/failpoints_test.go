@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,7 +35,11 @@ var (
 	kubeletRoot    = os.Getenv("E2E_KUBELET_ROOT")
 )
 
-const failpointStateDir = "/var/run/failpoints"
+const (
+	failpointStateDir = "/var/run/failpoints"
+	// leaderElectionID is the operator's leader lease (cmd/main.go).
+	leaderElectionID = "etcd-operator.etcd.seedops.io"
+)
 
 var _ = Describe("Operator crashes at failpoints", Label("failpoints", "membership"), func() {
 	It("converges after a crash right after each step of scale, upgrade, heal and certificate renewal", func() {
@@ -97,8 +102,13 @@ var _ = Describe("Operator crashes at failpoints", Label("failpoints", "membersh
 
 		victim := c.Name + "-1"
 		var lostPVC types.UID
+		var lostID uint64
 		phase("heal a member whose volume and pod are deleted", map[string]int{failpoint.AfterMembershipStep: 1},
 			func() {
+				members, err := memberList(c, c.Name+"-0")
+				Expect(err).NotTo(HaveOccurred())
+				lostID = memberID(members, victim)
+				Expect(lostID).NotTo(BeZero())
 				pvc := &corev1.PersistentVolumeClaim{}
 				Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-" + victim}, pvc)).To(Succeed())
 				lostPVC = pvc.UID
@@ -110,6 +120,14 @@ var _ = Describe("Operator crashes at failpoints", Label("failpoints", "membersh
 					pvc := &corev1.PersistentVolumeClaim{}
 					g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-" + victim}, pvc)).To(Succeed())
 					g.Expect(pvc.UID).NotTo(Equal(lostPVC))
+				}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
+				// A new member, not the old one restarted on an empty volume.
+				Eventually(func(g Gomega) {
+					members, err := memberList(c, c.Name+"-0")
+					g.Expect(err).NotTo(HaveOccurred())
+					id := memberID(members, victim)
+					g.Expect(id).NotTo(BeZero())
+					g.Expect(id).NotTo(Equal(lostID), "member %s still has its old ID", victim)
 				}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
 				waitAvailable(c, 8*time.Minute)
 				expectVotingMembers(c, memberNames(c, 3), 3*time.Minute)
@@ -200,6 +218,13 @@ func rollOperator(change func(*appsv1.Deployment), phase string) *corev1.Pod {
 		g.Expect(len(pods.Items)).To(Equal(1), "terminating operator pods")
 		pod = &current[0]
 	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	// Ready is not leading: the change comes once the new pod holds the leader lease.
+	EventuallyWithOffset(1, func(g Gomega) {
+		lease := &coordinationv1.Lease{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: leaderElectionID}, lease)).To(Succeed())
+		g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
+		g.Expect(*lease.Spec.HolderIdentity).To(HavePrefix(pod.Name+"_"), "leader")
+	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	return pod
 }
 
