@@ -245,14 +245,20 @@ func expectCrashes(pod *corev1.Pod, armed map[string]int) {
 		ExpectWithOffset(1, err).NotTo(HaveOccurred(), "failpoint %s never fired", name)
 		ExpectWithOffset(1, strings.TrimSpace(string(b))).To(Equal(strconv.Itoa(want)), "times failpoint %s fired", name)
 	}
-	cur := &corev1.Pod{}
-	ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKeyFromObject(pod), cur)).To(Succeed())
-	st := cur.Status.ContainerStatuses[0]
-	GinkgoWriter.Printf("operator pod %s: %d restarts, last termination %+v\n", cur.Name, st.RestartCount, st.LastTerminationState.Terminated)
-	ExpectWithOffset(1, st.RestartCount).To(BeEquivalentTo(total), "operator container restarts")
-	ExpectWithOffset(1, st.LastTerminationState.Terminated).NotTo(BeNil())
-	ExpectWithOffset(1, st.LastTerminationState.Terminated.ExitCode).To(BeEquivalentTo(failpoint.ExitCode))
-	ExpectWithOffset(1, st.LastTerminationState.Terminated.Message).To(HavePrefix("failpoint "))
+	// The last crash may have come right after the step the phase waited for: the kubelet reports the
+	// restart (after its back-off) a little later. Once it did, the operator runs again.
+	EventuallyWithOffset(1, func(g Gomega) {
+		cur := &corev1.Pod{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(pod), cur)).To(Succeed())
+		g.Expect(cur.Status.ContainerStatuses).NotTo(BeEmpty())
+		st := cur.Status.ContainerStatuses[0]
+		g.Expect(st.RestartCount).To(BeEquivalentTo(total), "operator container restarts")
+		g.Expect(st.LastTerminationState.Terminated).NotTo(BeNil())
+		g.Expect(st.LastTerminationState.Terminated.ExitCode).To(BeEquivalentTo(failpoint.ExitCode))
+		g.Expect(st.LastTerminationState.Terminated.Message).To(HavePrefix("failpoint "))
+		g.Expect(st.State.Running).NotTo(BeNil(), "operator container running again")
+		GinkgoWriter.Printf("operator pod %s: %d restarts, last: %s\n", cur.Name, st.RestartCount, st.LastTerminationState.Terminated.Message)
+	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 }
 
 func setEnv(c *corev1.Container, name, value string) {
