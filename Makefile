@@ -74,12 +74,12 @@ test: manifests generate fmt vet envtest etcd minio ## Unit, golden-file, real-e
 	$(MAKE) bundle-validate
 
 .PHONY: bench
-bench: etcd ## Benchmarks (not tests): Go benchmarks against real etcd, the envtest scale run, then the report; `make bench-node` adds the node figures (~40 min).
+bench: etcd ## Benchmarks (not tests): Go benchmarks against real etcd, the envtest scale run, the node figures (bench-node), then the report (~1 h warm).
 	mkdir -p $(BENCH_DIR)
 	{ ETCD_BIN_DIR="$(ETCD_BIN)" go test -run '^$$' -bench . -benchtime 3x ./internal/membership/ && \
 	  ETCD_BIN_DIR="$(ETCD_BIN)" go test -run '^$$' -bench BackupRestore -benchtime 1x -timeout 30m ./internal/backup/ && \
 	  echo "load: $$(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min)"; } | tee $(BENCH_DIR)/go-bench.txt
-	$(MAKE) --no-print-directory bench-envtest bench-report
+	$(MAKE) --no-print-directory bench-envtest bench-node bench-report
 
 .PHONY: update-golden
 update-golden: ## Rewrite golden files from the builders.
