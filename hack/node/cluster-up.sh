@@ -9,6 +9,19 @@
 source "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || die "the node runs containers and changes iptables and sysctls: run as root"
 
+# One node per machine, and it belongs to one NODE_DIR: pid files and sockets live in $RUN_DIR, shared by
+# every checkout. A node another checkout left up is taken down first (with the node lock held, as every
+# make target on the node takes it, such a node is a leftover); starting ours beside it would restart some
+# of its processes with our flags and leave the rest running: a mixed node.
+if [ -f "$RUN_DIR/node-dir" ] && [ "$(cat "$RUN_DIR/node-dir")" != "$NODE_DIR" ]; then
+  other=$(cat "$RUN_DIR/node-dir")
+  log "the node of $other is up: taking it down first (one node per machine)"
+  NODE_DIR=$other "$HACK/cluster-down.sh"
+elif [ ! -f "$RUN_DIR/node-dir" ] && pid_alive kube-apiserver; then
+  die "a node of another checkout is up (no $RUN_DIR/node-dir): run that checkout's make cluster-down first"
+fi
+mkdir -p "$RUN_DIR" && echo "$NODE_DIR" >"$RUN_DIR/node-dir"
+
 "$HACK/deps.sh"
 log "building (cached after the first run)"
 "$HACK/build.sh"
