@@ -67,6 +67,7 @@ type Result struct {
 	Namespaces int `json:"namespaces"`
 	// MaxConcurrentReconciles is the operator's --max-concurrent-reconciles.
 	MaxConcurrentReconciles int      `json:"maxConcurrentReconciles"`
+	GoMemLimit              string   `json:"goMemLimit"`          // the operator process's GOMEMLIMIT
 	LoadSeconds             float64  `json:"loadSeconds"`         // creating the unrelated objects
 	CreateSeconds           float64  `json:"createSeconds"`       // creating the clusters (harness side)
 	ReconciledSeconds       float64  `json:"reconciledSeconds"`   // creation start until every cluster has all its objects and current status
@@ -146,7 +147,7 @@ func fatal(err error) {
 
 func run(ctx context.Context, idx, nClusters, nUnrelated, nNS int, rest time.Duration, out, crds string) (res Result, err error) {
 	res = Result{Clusters: nClusters, Unrelated: nUnrelated, Namespaces: nNS, RestSeconds: rest.Seconds(),
-		MaxConcurrentReconciles: maxConcurrentReconciles}
+		MaxConcurrentReconciles: maxConcurrentReconciles, GoMemLimit: operatorMemoryLimit()}
 
 	env := &envtest.Environment{CRDDirectoryPaths: []string{crds}, ErrorIfCRDPathMissing: true}
 	// envtest's default service range (/24) holds ~250 cluster IPs; every cluster has a client Service.
@@ -382,10 +383,18 @@ func startOperator(kubeconfig, logPath string) (*operator, error) {
 	}
 	cmd := exec.Command(self, "operator")
 	cmd.Stderr = logf
-	// The Go runtime settings of this environment (make sets none: no GOMEMLIMIT, GOGC=100), WATCH_NAMESPACE
-	// empty: all namespaces.
-	cmd.Env = append(os.Environ(), "WATCH_NAMESPACE=", "KUBECONFIG="+kubeconfig,
+	// The Go runtime settings the manager container has (config/manager: GOMEMLIMIT; GOGC default),
+	// unless this environment sets GOMEMLIMIT; WATCH_NAMESPACE empty: all namespaces.
+	env := append(os.Environ(), "WATCH_NAMESPACE=", "KUBECONFIG="+kubeconfig,
 		fmt.Sprintf("BENCH_MAX_CONCURRENT_RECONCILES=%d", maxConcurrentReconciles))
+	if os.Getenv("GOMEMLIMIT") == "" {
+		limit, err := managerMemoryLimit(managerManifest)
+		if err != nil {
+			return nil, err
+		}
+		env = append(env, "GOMEMLIMIT="+limit)
+	}
+	cmd.Env = env
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -562,4 +571,37 @@ func printRun(r Result) {
 		r.IdleRSSMiB, r.PeakRSSMiB, r.FinalRSSMiB, r.IdleHeapMiB, r.PeakHeapInuseMiB, r.FinalHeapInuseMiB)
 	fmt.Printf("  secrets watched: %v; managed kinds watched without the managed-by selector: %v; load %s; GOMAXPROCS %d\n",
 		r.SecretsWatched, r.UnfilteredWatches, r.Load1, runtime.GOMAXPROCS(0))
+}
+
+// managerManifest is the operator's Deployment as kustomize deploys it.
+const managerManifest = "config/manager/manager.yaml"
+
+// managerMemoryLimit reads the GOMEMLIMIT the manager container sets, so the benchmark's operator runs
+// with the deployed runtime settings.
+func managerMemoryLimit(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		if strings.TrimSpace(l) == "- name: GOMEMLIMIT" && i+1 < len(lines) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(lines[i+1]), "value: "); ok {
+				return strings.Trim(v, `"`), nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%s: no GOMEMLIMIT on the manager container", path)
+}
+
+// operatorMemoryLimit is the GOMEMLIMIT the operator process runs with (see startOperator).
+func operatorMemoryLimit() string {
+	if v := os.Getenv("GOMEMLIMIT"); v != "" {
+		return v
+	}
+	v, err := managerMemoryLimit(managerManifest)
+	if err != nil {
+		return "unknown: " + err.Error()
+	}
+	return v
 }

@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/pki"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
@@ -330,11 +331,41 @@ func applyBare(t *testing.T, ns, name string, n int32) {
 	for i := range sts.Spec.VolumeClaimTemplates {
 		unmanage(sts.Spec.VolumeClaimTemplates[i].Labels)
 	}
-	for _, ac := range []runtime.ApplyConfiguration{cm, peer, cl, sts} {
+	applies := []runtime.ApplyConfiguration{cm, peer, cl, sts}
+	if resources.TLSEnabled(c) {
+		// The members serve TLS as the operator's do: the same certificates, issued here, before the pods.
+		secrets, err := bareTLSSecrets(c, o)
+		if err != nil {
+			t.Fatalf("bare %s certificates: %v", name, err)
+		}
+		applies = append(secrets, applies...)
+	}
+	for _, ac := range applies {
 		if err := k8s.Apply(ctx, ac, client.FieldOwner("bench"), client.ForceOwnership); err != nil {
 			t.Fatalf("apply bare %s: %v", name, err)
 		}
 	}
+}
+
+// bareTLSSecrets issues the server, peer and client certificates the operator would, from a CA of their own.
+func bareTLSSecrets(c *etcdv1alpha1.EtcdCluster, o resources.Options) ([]runtime.ApplyConfiguration, error) {
+	now := time.Now()
+	ca, caPEM, err := pki.NewCA(c.Name+"-bench-ca", 24*time.Hour, now)
+	if err != nil {
+		return nil, err
+	}
+	var out []runtime.ApplyConfiguration
+	for _, leaf := range resources.LeafCertificates(c, o) {
+		certPEM, keyPEM, err := ca.Issue(leaf.Request, now)
+		if err != nil {
+			return nil, err
+		}
+		s := resources.TLSSecret(c, leaf.SecretName, certPEM, keyPEM, caPEM)
+		s.OwnerReferences = nil
+		unmanage(s.Labels)
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 func unmanage(l map[string]string) {

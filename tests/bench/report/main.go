@@ -24,6 +24,7 @@ type envtestResult struct {
 	Clusters            int      `json:"clusters"`
 	Unrelated           int      `json:"unrelated"`
 	Concurrency         int      `json:"maxConcurrentReconciles"`
+	GoMemLimit          string   `json:"goMemLimit"`
 	ReconciledSeconds   float64  `json:"reconciledSeconds"`
 	SettledSeconds      float64  `json:"settledSeconds"`
 	Reconciles          float64  `json:"reconciles"`
@@ -130,7 +131,7 @@ func main() {
 		w("## Control plane at scale (envtest, no node)\n\n")
 		w("%d EtcdClusters (3 members, backup schedule) created at once by 32 clients, among %d unrelated ConfigMaps,\n", r0.Clusters, r0.Unrelated)
 		w("Secrets and Pods (~1 KiB each) in the same 10 namespaces. The operator runs in its own process, built as\n")
-		w("`cmd/main.go` builds it (same `CacheOptions`, both reconcilers, watching all namespaces, %s). Load average\n", concurrencyText(r0.Concurrency))
+		w("`cmd/main.go` builds it (same `CacheOptions`, both reconcilers, watching all namespaces, %s, %s). Load average\n", concurrencyText(r0.Concurrency), memLimitText(r0.GoMemLimit))
 		w("(1/5/15 min) at the end of each run: %s.\n\n", strings.Join(loads, "; "))
 		w("| figure | median (range, runs) |\n|---|---|\n")
 		w("| time until every cluster has all its objects and current status (s) | %s |\n", col(func(r envtestResult) float64 { return r.ReconciledSeconds }))
@@ -392,4 +393,11 @@ func concurrencyText(n int) string {
 		return "one reconcile at a time"
 	}
 	return fmt.Sprintf("`--max-concurrent-reconciles=%d`", n)
+}
+
+func memLimitText(v string) string {
+	if v == "" {
+		return "no `GOMEMLIMIT`"
+	}
+	return "`GOMEMLIMIT=" + v + "` as the manager container sets it"
 }
