@@ -350,7 +350,7 @@ func applyBare(t *testing.T, ns, name string, n int32) {
 // bareTLSSecrets issues the server, peer and client certificates the operator would, from a CA of their own.
 func bareTLSSecrets(c *etcdv1alpha1.EtcdCluster, o resources.Options) ([]runtime.ApplyConfiguration, error) {
 	now := time.Now()
-	ca, caPEM, err := pki.NewCA(c.Name+"-bench-ca", 24*time.Hour, now)
+	ca, _, err := pki.NewCA(c.Name+"-bench-ca", 24*time.Hour, now)
 	if err != nil {
 		return nil, err
 	}
@@ -360,7 +360,7 @@ func bareTLSSecrets(c *etcdv1alpha1.EtcdCluster, o resources.Options) ([]runtime
 		if err != nil {
 			return nil, err
 		}
-		s := resources.TLSSecret(c, leaf.SecretName, certPEM, keyPEM, caPEM)
+		s := resources.TLSSecret(c, leaf.SecretName, certPEM, keyPEM, ca.CertPEM)
 		s.OwnerReferences = nil
 		unmanage(s.Labels)
 		out = append(out, s)
