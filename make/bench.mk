@@ -33,6 +33,8 @@ bench-node-locked: cluster-up
 	@# An OLM install elsewhere may own the CRDs' fields (apply conflict): the rest still applies, and the
 	@# benchmark itself checks that our Deployment runs the new image and no all-namespace operator is present.
 	KUBECONFIG=$(NODE_KUBECONFIG) $(MAKE) deploy IMG=$$(cat $(NODE_DIR)/operator-image) || echo "bench-node: make deploy reported conflicts; continuing"
+	@# Results are appended per sample; a run of every scenario starts afresh, so no older build's sample counts.
+	$(if $(filter .,$(BENCH_NODE_RUN)),rm -f $(BENCH_DIR)/node/*.json)
 	KUBECONFIG=$(NODE_KUBECONFIG) KUBECTL=$(KUBECTL) BENCH_OPERATOR_IMAGE=$$(cat $(NODE_DIR)/operator-image) BENCH_OUT=$(BENCH_DIR)/node BENCH_RUNS=$(BENCH_NODE_RUNS) \
 		go test -tags bench ./tests/bench/node/ -count=1 -v -timeout $(BENCH_NODE_TIMEOUT) -run 'Test.*($(BENCH_NODE_RUN))'
 
