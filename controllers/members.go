@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -123,11 +124,9 @@ func (r *EtcdClusterReconciler) doStep(ctx context.Context, c *etcdv1alpha1.Etcd
 		return nil
 	}
 
-	// etcd steps. Leadership moves must be asked of the leader itself.
-	endpoints := []string{}
-	for ord := range obs.podByOrdinal {
-		endpoints = append(endpoints, r.urls().ClientURL(c, ord))
-	}
+	// etcd steps go to voting members: a learner refuses them ("rpc not supported for learner"), and the
+	// client would send some there. Leadership moves must be asked of the leader itself.
+	endpoints := voterClientURLs(c, obs, r.urls())
 	if a.Type == membership.ActionMoveLeader {
 		endpoints = nil
 		for id, st := range obs.statuses {
@@ -170,4 +169,22 @@ func (r *EtcdClusterReconciler) recordTransitions(before, after *etcdv1alpha1.Et
 		}
 		r.Recorder.Eventf(after, nil, typ, cond.Reason, cond.Type, "%s=%s: %s", cond.Type, cond.Status, cond.Message)
 	}
+}
+
+// voterClientURLs lists the client URLs of the voting members that have a pod; all pods' URLs when etcd's
+// member list is unknown (the step then fails or succeeds on whichever member answers).
+func voterClientURLs(c *etcdv1alpha1.EtcdCluster, obs observation, urls MemberURLs) []string {
+	var endpoints []string
+	for _, m := range obs.members {
+		if ord, ok := obs.ordinals[m.ID]; ok && !m.IsLearner && obs.podByOrdinal[ord] != nil {
+			endpoints = append(endpoints, urls.ClientURL(c, ord))
+		}
+	}
+	if len(endpoints) == 0 {
+		for ord := range obs.podByOrdinal {
+			endpoints = append(endpoints, urls.ClientURL(c, ord))
+		}
+	}
+	slices.Sort(endpoints)
+	return endpoints
 }

@@ -3,6 +3,8 @@ package resources
 import (
 	"fmt"
 	"maps"
+	"strconv"
+	"strings"
 
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
@@ -51,6 +53,24 @@ func configData(c *etcdv1alpha1.EtcdCluster, mc MemberConfig) map[string]string 
 	}
 	if TLSEnabled(c) {
 		maps.Copy(data, tlsConfigEnv())
+		// Peers still need a certificate of the cluster's own CA; what is skipped is etcd's extra check
+		// that a peer's address reverse-resolves to a name in its certificate. A joining member's
+		// address has no such record until its endpoint is published, so with the check every learner
+		// is refused, exits ("discovery failed") and loses a crash-loop back-off (~20 s per scale step).
+		data[peerSkipSANEnv(c.Spec.Version)] = "true"
 	}
 	return data
+}
+
+// peerSkipSANEnv names the setting that skips the peer address check: experimental before etcd 3.6.
+func peerSkipSANEnv(version string) string {
+	parts := strings.SplitN(version, ".", 3)
+	if len(parts) == 3 {
+		major, errMajor := strconv.Atoi(parts[0])
+		minor, errMinor := strconv.Atoi(parts[1])
+		if errMajor == nil && errMinor == nil && (major < 3 || major == 3 && minor < 6) {
+			return "ETCD_EXPERIMENTAL_PEER_SKIP_CLIENT_SAN_VERIFICATION"
+		}
+	}
+	return "ETCD_PEER_SKIP_CLIENT_SAN_VERIFICATION"
 }

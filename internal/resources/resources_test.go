@@ -230,3 +230,19 @@ func TestRelatedImages(t *testing.T) {
 		t.Errorf("a user's own repository always wins: %s", got)
 	}
 }
+
+// TestPeerSkipSANEnv: etcd before 3.6 knows the setting only under its experimental name; 3.6 renamed it
+// (and 3.7 drops the old name), so the ConfigMap must carry the name the cluster's version reads.
+func TestPeerSkipSANEnv(t *testing.T) {
+	for version, want := range map[string]string{
+		"3.4.37": "ETCD_EXPERIMENTAL_PEER_SKIP_CLIENT_SAN_VERIFICATION",
+		"3.5.35": "ETCD_EXPERIMENTAL_PEER_SKIP_CLIENT_SAN_VERIFICATION",
+		"3.6.8":  "ETCD_PEER_SKIP_CLIENT_SAN_VERIFICATION",
+		"3.7.0":  "ETCD_PEER_SKIP_CLIENT_SAN_VERIFICATION",
+		"4.0.0":  "ETCD_PEER_SKIP_CLIENT_SAN_VERIFICATION",
+	} {
+		if got := peerSkipSANEnv(version); got != want {
+			t.Errorf("peerSkipSANEnv(%q) = %s, want %s", version, got, want)
+		}
+	}
+}

@@ -88,6 +88,7 @@ type Result struct {
 	PeakHeapInuseMiB        float64  `json:"peakHeapInuseMiB"`
 	PeakHeapAllocMiB        float64  `json:"peakHeapAllocMiB"`
 	FinalRSSMiB             float64  `json:"finalRSSMiB"`
+	FinalRSSFileMiB         float64  `json:"finalRSSFileMiB"` // file-backed (the binary), outside GOMEMLIMIT
 	FinalHeapInuseMiB       float64  `json:"finalHeapInuseMiB"`
 	Reads                   []string `json:"reads"`
 	SecretsWatched          bool     `json:"secretsWatched"`
@@ -285,6 +286,7 @@ func run(ctx context.Context, idx, nClusters, nUnrelated, nNS int, rest time.Dur
 		return res, err
 	}
 	res.PeakRSSMiB, res.FinalRSSMiB = mib(s.PeakRSSKiB*1024), mib(s.RSSKiB*1024)
+	res.FinalRSSFileMiB = mib(s.RSSFileKiB * 1024)
 	res.PeakHeapInuseMiB, res.PeakHeapAllocMiB = mib(int64(s.PeakHeapInuse)), mib(int64(s.PeakHeapAlloc))
 	res.FinalHeapInuseMiB = mib(int64(s.HeapInuse))
 	res.Reads = s.Reads

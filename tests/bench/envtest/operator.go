@@ -30,9 +30,12 @@ import (
 
 // Stats is what the operator process reports to the harness.
 type Stats struct {
-	Synced        bool     `json:"synced"`
-	RSSKiB        int64    `json:"rssKiB"`
-	PeakRSSKiB    int64    `json:"peakRSSKiB"` // VmHWM: the kernel's high-water mark
+	Synced     bool  `json:"synced"`
+	RSSKiB     int64 `json:"rssKiB"`
+	PeakRSSKiB int64 `json:"peakRSSKiB"` // VmHWM: the kernel's high-water mark
+	// RSSFileKiB is the file-backed part of RSS (the binary's mapped pages): memory GOMEMLIMIT does not
+	// govern, so the peak RSS is bounded by the limit plus this.
+	RSSFileKiB    int64    `json:"rssFileKiB"`
 	HeapInuse     uint64   `json:"heapInuse"`
 	PeakHeapInuse uint64   `json:"peakHeapInuse"` // sampled every 100 ms
 	HeapAlloc     uint64   `json:"heapAlloc"`
@@ -197,10 +200,10 @@ func (p *operatorProc) sampleHeap(ctx context.Context) {
 func (p *operatorProc) stats() Stats {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	rss, hwm := procStatus()
+	rss, hwm, file := procStatus()
 	p.mu.Lock()
 	s := Stats{
-		Synced: p.synced.Load(), RSSKiB: rss, PeakRSSKiB: hwm,
+		Synced: p.synced.Load(), RSSKiB: rss, PeakRSSKiB: hwm, RSSFileKiB: file,
 		HeapInuse: ms.HeapInuse, HeapAlloc: ms.HeapAlloc, NumGC: ms.NumGC,
 		PeakHeapInuse: max(p.peakInuse, ms.HeapInuse), PeakHeapAlloc: max(p.peakAlloc, ms.HeapAlloc),
 		Writes: p.writes, WriteLog: append([]string(nil), p.writeLog...),
@@ -244,11 +247,11 @@ func (p *operatorProc) stats() Stats {
 	return s
 }
 
-// procStatus returns VmRSS and VmHWM in KiB.
-func procStatus() (rss, hwm int64) {
+// procStatus returns VmRSS, VmHWM and RssFile in KiB.
+func procStatus() (rss, hwm, file int64) {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
-		return 0, 0
+		return 0, 0, 0
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -263,9 +266,11 @@ func procStatus() (rss, hwm int64) {
 			rss = v
 		case "VmHWM:":
 			hwm = v
+		case "RssFile:":
+			file = v
 		}
 	}
-	return rss, hwm
+	return rss, hwm, file
 }
 
 func envInt(k string, def int) int {

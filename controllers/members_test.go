@@ -1,0 +1,46 @@
+package controllers
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/etcd"
+)
+
+// ordinalURLs names a member's client URL by its ordinal only.
+type ordinalURLs struct{}
+
+func (ordinalURLs) PeerURL(_ *etcdv1alpha1.EtcdCluster, i int) string   { return fmt.Sprintf("peer-%d", i) }
+func (ordinalURLs) ClientURL(_ *etcdv1alpha1.EtcdCluster, i int) string { return fmt.Sprintf("client-%d", i) }
+
+// TestVoterClientURLs: membership steps are sent to voting members with a pod only; a learner answers
+// every such request with "rpc not supported for learner" (seen on the node: a promotion failed and was
+// retried). Without a member list, every pod's URL is used.
+func TestVoterClientURLs(t *testing.T) {
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
+	pods := map[int]*corev1.Pod{0: {}, 1: {}, 2: {}, 3: {}}
+	for _, tc := range []struct {
+		name    string
+		members []etcd.Member
+		want    []string
+	}{
+		{"learner left out", []etcd.Member{{ID: 10}, {ID: 11}, {ID: 12}, {ID: 13, IsLearner: true}},
+			[]string{"client-0", "client-1", "client-2"}},
+		{"voter without a pod left out", []etcd.Member{{ID: 10}, {ID: 11}, {ID: 14}},
+			[]string{"client-0", "client-1"}},
+		{"member list unknown: every pod", nil, []string{"client-0", "client-1", "client-2", "client-3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := observation{members: tc.members, podByOrdinal: pods,
+				ordinals: map[uint64]int{10: 0, 11: 1, 12: 2, 13: 3, 14: 4}}
+			if got := voterClientURLs(c, obs, ordinalURLs{}); !slices.Equal(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
