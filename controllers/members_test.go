@@ -15,8 +15,12 @@ import (
 // ordinalURLs names a member's client URL by its ordinal only.
 type ordinalURLs struct{}
 
-func (ordinalURLs) PeerURL(_ *etcdv1alpha1.EtcdCluster, i int) string   { return fmt.Sprintf("peer-%d", i) }
-func (ordinalURLs) ClientURL(_ *etcdv1alpha1.EtcdCluster, i int) string { return fmt.Sprintf("client-%d", i) }
+func (ordinalURLs) PeerURL(_ *etcdv1alpha1.EtcdCluster, i int) string {
+	return fmt.Sprintf("peer-%d", i)
+}
+func (ordinalURLs) ClientURL(_ *etcdv1alpha1.EtcdCluster, i int) string {
+	return fmt.Sprintf("client-%d", i)
+}
 
 // TestVoterClientURLs: membership steps are sent to voting members with a pod only; a learner answers
 // every such request with "rpc not supported for learner" (seen on the node: a promotion failed and was
