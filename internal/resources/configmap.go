@@ -53,11 +53,14 @@ func configData(c *etcdv1alpha1.EtcdCluster, mc MemberConfig) map[string]string 
 	}
 	if TLSEnabled(c) {
 		maps.Copy(data, tlsConfigEnv())
-		// Peers still need a certificate of the cluster's own CA; what is skipped is etcd's extra check
-		// that a peer's address reverse-resolves to a name in its certificate. A joining member's
-		// address has no such record until its endpoint is published, so with the check every learner
-		// is refused, exits ("discovery failed") and loses a crash-loop back-off (~20 s per scale step).
-		data[peerSkipSANEnv(c.Spec.Version)] = "true"
+		// With the cluster's own CA, only its members hold a peer certificate, so etcd's extra check that
+		// a peer's address reverse-resolves to a name in its certificate adds nothing; and a joining
+		// member's address has no such record until its endpoint is published, so with the check every
+		// learner is refused, exits ("discovery failed") and loses a crash-loop back-off (~20 s per scale
+		// step). A CA the user brings may sign other clusters' certificates: the check stays on.
+		if c.Spec.TLS.CASecretName == "" {
+			data[peerSkipSANEnv(c.Spec.Version)] = "true"
+		}
 	}
 	return data
 }

@@ -246,3 +246,24 @@ func TestPeerSkipSANEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestPeerAddressCheckOnlyOffWithOwnCA: the peer address check is skipped only when the operator's own CA
+// signs the cluster's certificates; a user's CA may sign other clusters' certificates too.
+func TestPeerAddressCheckOnlyOffWithOwnCA(t *testing.T) {
+	const key = "ETCD_EXPERIMENTAL_PEER_SKIP_CLIENT_SAN_VERIFICATION"
+	userCA := designCluster()
+	userCA.Spec.TLS.CASecretName = "my-ca"
+	for name, tc := range map[string]struct {
+		c    *etcdv1alpha1.EtcdCluster
+		skip bool
+	}{
+		"operator's CA": {designCluster(), true},
+		"user's CA":     {userCA, false},
+		"plaintext":     {plaintextCluster(), false},
+	} {
+		tc.c.Spec.Version = "3.5.35"
+		if _, got := configData(tc.c, BootstrapConfig(tc.c, 3, Options{}))[key]; got != tc.skip {
+			t.Errorf("%s: %s set = %v, want %v", name, key, got, tc.skip)
+		}
+	}
+}
