@@ -80,8 +80,8 @@ func memberStatuses(c *etcdv1alpha1.EtcdCluster, obs observation, now time.Time)
 	return out
 }
 
-// computeStatus derives the whole status from the observation and the plan. It is pure, so every
-// condition and phase rule is covered by table tests.
+// computeStatus derives the whole status from the observation and the plan. It is pure: its condition
+// and phase rules are covered by a table test (status_test.go).
 func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.Decision, reconcileErr error, now time.Time) etcdv1alpha1.EtcdClusterStatus {
 	s := *c.Status.DeepCopy()
 	s.ObservedGeneration = c.Generation
@@ -164,10 +164,12 @@ func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.De
 		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonReconciled, "members and managed objects match the spec")
 	}
 
-	// Degraded: the operator cannot converge, or a formed cluster has an unhealthy member.
+	// Degraded: the operator cannot converge, or a formed cluster has an unhealthy voting member. A learner
+	// does not count: it holds no vote, so the cluster tolerates as many failures with it as without,
+	// and its start and catch-up are reported under Progressing (every scale step has one).
 	var unhealthy, unknown []string
 	for _, m := range s.Members {
-		if !m.Healthy {
+		if !m.Healthy && !m.Learner {
 			unhealthy = append(unhealthy, m.Name)
 		}
 		if m.Unknown {

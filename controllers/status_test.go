@@ -1,0 +1,109 @@
+package controllers
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/etcd"
+	"github.com/seedops/etcd-operator/internal/membership"
+)
+
+// statusObservation is a reachable cluster: voters healthy as given (ordinals 0..n-1), plus learners
+// (the next ordinals) healthy as given.
+func statusObservation(voters, learners []bool) observation {
+	obs := observation{reachable: true, statefulSet: &appsv1.StatefulSet{}, podByOrdinal: map[int]*corev1.Pod{}, ordinals: map[uint64]int{},
+		healthy: map[uint64]bool{}, statuses: map[uint64]etcd.EndpointStatus{}}
+	add := func(healthy, learner bool) {
+		ord := len(obs.members)
+		id := uint64(100 + ord)
+		obs.members = append(obs.members, etcd.Member{ID: id, Name: "c-" + string(rune('0'+ord)), IsLearner: learner})
+		obs.ordinals[id], obs.healthy[id] = ord, healthy
+		obs.pods = append(obs.pods, corev1.Pod{})
+		if healthy && !learner {
+			obs.readyReplicas++
+		}
+	}
+	for _, h := range voters {
+		add(h, false)
+	}
+	for _, h := range learners {
+		add(h, true)
+	}
+	return obs
+}
+
+// TestComputeStatus: the conditions and the phase for the situations a user sees.
+func TestComputeStatus(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	type want struct {
+		phase                            etcdv1alpha1.ClusterPhase
+		available, progressing, degraded metav1.ConditionStatus
+		degradedReason                   string
+	}
+	for _, tc := range []struct {
+		name     string
+		replicas int32
+		paused   bool
+		obs      observation
+		decision membership.Decision
+		err      error
+		want     want
+	}{
+		{"healthy", 3, false, statusObservation([]bool{true, true, true}, nil), membership.Decision{},
+			nil, want{etcdv1alpha1.PhaseRunning, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionFalse, ReasonAsExpected}},
+		// A scale step's learner is starting: the cluster is changing, not degraded.
+		{"scale-up, learner starting", 5, false, statusObservation([]bool{true, true, true}, []bool{false}),
+			membership.Decision{Phase: membership.PhaseScaling, Message: "starting learner member 3"},
+			nil, want{etcdv1alpha1.PhaseProgressing, metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionFalse, ReasonAsExpected}},
+		{"one voter of three unhealthy", 3, false, statusObservation([]bool{true, false, true}, nil), membership.Decision{},
+			nil, want{etcdv1alpha1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionTrue, ReasonMembersUnhealthy}},
+		// Just promoted: a voter whose pod is not ready yet lowers the failures the cluster tolerates.
+		{"promoted voter not ready yet", 5, false, statusObservation([]bool{true, true, true, false}, nil),
+			membership.Decision{Phase: membership.PhaseScaling},
+			nil, want{etcdv1alpha1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionTrue, ReasonMembersUnhealthy}},
+		{"quorum lost", 3, false, statusObservation([]bool{true, false, false}, nil), membership.Decision{},
+			nil, want{etcdv1alpha1.PhaseUnavailable, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionTrue, ReasonMembersUnhealthy}},
+		{"reconcile failed", 3, false, statusObservation([]bool{true, true, true}, nil), membership.Decision{},
+			errors.New("boom"), want{etcdv1alpha1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionTrue, ReasonReconcileFailed}},
+		{"paused", 3, true, statusObservation([]bool{true, true, true}, nil), membership.Decision{},
+			nil, want{etcdv1alpha1.PhasePaused, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionFalse, ReasonAsExpected}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 2}}
+			c.Spec.Replicas, c.Spec.Paused = tc.replicas, tc.paused
+			if tc.decision.Phase == "" {
+				tc.decision.Phase = membership.PhaseStable
+			}
+			s := computeStatus(c, tc.obs, tc.decision, tc.err, now)
+			cond := func(typ string) *metav1.Condition {
+				cd := meta.FindStatusCondition(s.Conditions, typ)
+				if cd == nil {
+					t.Fatalf("no %s condition", typ)
+				}
+				return cd
+			}
+			if s.Phase != tc.want.phase {
+				t.Errorf("phase %s, want %s", s.Phase, tc.want.phase)
+			}
+			if got := cond(etcdv1alpha1.ConditionAvailable); got.Status != tc.want.available {
+				t.Errorf("Available %s (%s), want %s", got.Status, got.Message, tc.want.available)
+			}
+			if got := cond(etcdv1alpha1.ConditionProgressing); got.Status != tc.want.progressing {
+				t.Errorf("Progressing %s (%s), want %s", got.Status, got.Message, tc.want.progressing)
+			}
+			if got := cond(etcdv1alpha1.ConditionDegraded); got.Status != tc.want.degraded || got.Reason != tc.want.degradedReason {
+				t.Errorf("Degraded %s/%s (%s), want %s/%s", got.Status, got.Reason, got.Message, tc.want.degraded, tc.want.degradedReason)
+			}
+			if s.ObservedGeneration != 2 {
+				t.Errorf("observedGeneration %d", s.ObservedGeneration)
+			}
+		})
+	}
+}
