@@ -271,18 +271,27 @@ func etcdClientVia(c *etcdv1alpha1.EtcdCluster, host, ip string, timeout time.Du
 	if tlsOn(c) {
 		return etcdClientTLS(host, ip, clusterTLS(c, host), timeout)
 	}
-	return clientv3.New(clientv3.Config{Endpoints: []string{"http://" + ip + ":2379"}, DialTimeout: timeout, Logger: zap.NewNop()})
+	return clientv3.New(clientConfig([]string{"http://" + ip + ":2379"}, timeout))
 }
 
 // etcdClientTLS connects to https://host:2379, dialled at ip, with the given TLS configuration.
 func etcdClientTLS(host, ip string, tlsConfig *tls.Config, timeout time.Duration) (*clientv3.Client, error) {
-	return clientv3.New(clientv3.Config{
-		Endpoints: []string{"https://" + host + ":2379"}, TLS: tlsConfig, DialTimeout: timeout, Logger: zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "tcp", net.JoinHostPort(ip, "2379"))
-		})},
-	})
+	cfg := clientConfig([]string{"https://" + host + ":2379"}, timeout)
+	cfg.TLS = tlsConfig
+	cfg.DialOptions = []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", net.JoinHostPort(ip, "2379"))
+	})}
+	return clientv3.New(cfg)
+}
+
+// clientConfig is a client as etcd recommends running one: with gRPC keepalive, so a connection to a member
+// cut off from the network is found dead and dialled again (through the Service: to a member that
+// answers) instead of timing out every request until TCP's retransmission back-off gives up. 6 s: etcd
+// refuses pings more frequent than its --grpc-keepalive-min-time (5 s).
+func clientConfig(endpoints []string, timeout time.Duration) clientv3.Config {
+	return clientv3.Config{Endpoints: endpoints, DialTimeout: timeout, Logger: zap.NewNop(),
+		DialKeepAliveTime: 6 * time.Second, DialKeepAliveTimeout: 3 * time.Second, PermitWithoutStream: true}
 }
 
 // leaderPod asks the ready members directly (by pod IP) who leads, and returns the leader's name.
