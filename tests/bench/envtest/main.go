@@ -294,7 +294,7 @@ func run(ctx context.Context, idx, nClusters, nUnrelated, nNS int, rest time.Dur
 		if strings.Contains(r, "/secrets") {
 			res.SecretsWatched = true
 		}
-		for _, kind := range []string{"/configmaps", "/pods", "/services", "/statefulsets", "/persistentvolumeclaims", "/poddisruptionbudgets", "/cronjobs", "/jobs"} {
+		for _, kind := range []string{"/secrets", "/configmaps", "/pods", "/services", "/statefulsets", "/persistentvolumeclaims", "/poddisruptionbudgets", "/cronjobs", "/jobs"} {
 			if strings.HasSuffix(strings.SplitN(r, "?", 2)[0], kind) && !strings.Contains(r, resources.LabelManagedBy) {
 				res.UnfilteredWatches = append(res.UnfilteredWatches, r)
 			}

@@ -43,6 +43,7 @@ type envtestResult struct {
 	FinalHeapInuseMiB   float64  `json:"finalHeapInuseMiB"`
 	SecretsWatched      bool     `json:"secretsWatched"`
 	UnfilteredWatches   []string `json:"unfilteredWatches"`
+	Reads               []string `json:"reads"`
 	Load                string   `json:"loadavg"`
 }
 
@@ -120,11 +121,17 @@ func main() {
 		}
 		r0 := env[0]
 		var loads []string
-		secrets, unfiltered := false, []string{}
+		// Since TLS the operator watches its own (labelled) Secrets; what must never happen is a Secret
+		// list or watch without the managed-by selector, which would cache every Secret in the cluster.
+		unfilteredSecrets, unfiltered := []string{}, []string{}
 		for _, r := range env {
 			loads = append(loads, r.Load)
-			secrets = secrets || r.SecretsWatched
 			unfiltered = append(unfiltered, r.UnfilteredWatches...)
+			for _, read := range r.Reads {
+				if strings.HasSuffix(strings.SplitN(read, "?", 2)[0], "/secrets") && !strings.Contains(read, "managed-by") {
+					unfilteredSecrets = append(unfilteredSecrets, read)
+				}
+			}
 		}
 		rest := col(func(r envtestResult) float64 { return r.WritesAtRest })
 		steady := col(func(r envtestResult) float64 { return r.SteadyWrites / max(r.SteadyReconciles, 1) })
@@ -149,8 +156,8 @@ func main() {
 		w("| ... of it file-backed (the binary's pages; GOMEMLIMIT does not cover them) (MiB) | %s |\n", col(func(r envtestResult) float64 { return r.FinalRSSFileMiB }))
 		w("| heap in use, peak (sampled every 100 ms) (MiB) | %s |\n", col(func(r envtestResult) float64 { return r.PeakHeapInuseMiB }))
 		w("| heap in use at the end (MiB) | %s |\n", col(func(r envtestResult) float64 { return r.FinalHeapInuseMiB }))
-		w("| unrelated objects cached | Secrets never listed or watched: %v; ConfigMaps and Pods listed/watched only with the managed-by selector: %v |\n\n",
-			!secrets, len(unfiltered) == 0)
+		w("| unrelated objects cached | Secrets listed/watched only with the managed-by selector: %v; ConfigMaps, Pods and the other owned kinds likewise: %v |\n\n",
+			len(unfilteredSecrets) == 0, len(unfiltered) == 0)
 		targets = append(targets,
 			target{name: "WRITES AT REST = 0", measured: fmt.Sprintf("%.0f at rest, %.2f per steady reconcile", rest.med, steady.med),
 				value: rest.med + steady.med, limit: 0, ok: rest.max == 0 && steady.max == 0, known: true},
