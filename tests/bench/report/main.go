@@ -41,7 +41,6 @@ type envtestResult struct {
 	FinalRSSFileMiB     float64  `json:"finalRSSFileMiB"`
 	PeakHeapInuseMiB    float64  `json:"peakHeapInuseMiB"`
 	FinalHeapInuseMiB   float64  `json:"finalHeapInuseMiB"`
-	SecretsWatched      bool     `json:"secretsWatched"`
 	UnfilteredWatches   []string `json:"unfilteredWatches"`
 	Reads               []string `json:"reads"`
 	Load                string   `json:"loadavg"`
