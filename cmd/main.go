@@ -43,6 +43,8 @@ func main() {
 			os.Exit(runBackup(os.Args[2:]))
 		case "restore":
 			os.Exit(runRestore(os.Args[2:]))
+		case "member-gate":
+			os.Exit(runMemberGate(os.Args[2:]))
 		}
 	}
 

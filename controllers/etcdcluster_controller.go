@@ -244,12 +244,16 @@ func (r *EtcdClusterReconciler) reconcileStatefulSet(ctx context.Context, c *etc
 	if obs.statefulSet == nil && obs.restoreWait != "" {
 		return nil // a restored cluster starts only once its snapshot can be read; status says why
 	}
-	desired := resources.StatefulSet(c, int32(d.Replicas), r.Options, obs.restore)
 	existing := &appsv1.StatefulSet{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.StatefulSetName(c)}, existing)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
+	current := existing
+	if err != nil {
+		current = nil
+	}
+	desired := resources.StatefulSet(c, int32(d.Replicas), r.Options, obs.restore, memberGateWanted(current, resources.Image(c, r.Options)))
 	if err == nil && !volumeClaimTemplatesMatch(existing, c) {
 		// Volume claim templates are immutable: grow the existing claims in place, then replace the
 		// StatefulSet without deleting its pods (orphan), so new members get the new size too.

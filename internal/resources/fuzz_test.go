@@ -30,7 +30,8 @@ import (
 // failure is a spec users can really create whose objects Kubernetes would refuse (or run unsafely).
 //
 // mode bits: 1 storageClassName, 2 S3 destination, 4 a PVC destination claim, 8 restore from a backup,
-// 16 S3 CA secret, 32 the backup overrides the destination, 64 related images for the version.
+// 16 S3 CA secret, 32 the backup overrides the destination, 64 related images for the version, 128 the
+// member gate.
 func FuzzBuilders(f *testing.F) {
 	custom, _ := json.Marshal(customCluster().Spec.Pod)
 	for _, s := range []struct {
@@ -46,11 +47,12 @@ func FuzzBuilders(f *testing.F) {
 		key               string
 		mode              uint8
 	}{
-		{"prod-etcd", "db", "3.5.9", 3, "10Gi", "0 2 * * *", "gcr.io/etcd-development/etcd", "team", "storage", "", "https://minio.backup.svc:9000", "etcd", "prod", "", "before-upgrade", "prod/etcd/scheduled/etcd-20261122T020000Z-r42.db", 2 | 8 | 16},
+		{"prod-etcd", "db", "3.5.9", 3, "10Gi", "0 2 * * *", "gcr.io/etcd-development/etcd", "team", "storage", "", "https://minio.backup.svc:9000", "etcd", "prod", "", "before-upgrade", "prod/etcd/scheduled/etcd-20261122T020000Z-r42.db", 2 | 8 | 16 | 128},
 		{"custom", "db", "3.5.9", 5, "10Gi", "", "registry.example.com/etcd", "team", "storage", string(custom), "", "", "", "old-backups", "b", "prod/old/on-demand/old-20261122T020000Z-r42.db", 1 | 4 | 8},
 		{"e", "x", "3.6.5", 1, "1", "@daily", "gcr.io/etcd-development/etcd", "", "", "{}", "http://minio:9000", "bkt", "", "", "etcd", "k", 2 | 32 | 64},
 		{"a-cluster-name-of-forty-five-characters-xxxxx", "a-namespace-name-that-is-sixty-three-characters-long-xxxxxxxxxx", "9999.9999.9999", 7, "1e3", "*/15 0-6 1,15 JAN-MAR mon-fri", "localhost:5000/etcd", "example.com/l", strings.Repeat("v", 63), "", "", "", "", "", strings.Repeat("b", 63), "k", 4 | 32},
 		{"1etcd", "db", "3.5.9", 3, "8Gi", "", "gcr.io/etcd-development/etcd", "", "", "", "", "", "", "", "x.y", "", 0},
+		{"gated", "db", "3.6.5", 3, "8Gi", "", "gcr.io/etcd-development/etcd", "", "", "", "", "", "", "", "b", "", 128},
 	} {
 		f.Add(s.name, s.ns, s.version, s.replicas, s.size, s.schedule, s.repo, s.labelK, s.labelV, s.pod, s.s3Endpoint, s.s3Bucket, s.prefix, s.claim, s.backup, s.key, s.mode)
 	}
@@ -147,18 +149,18 @@ func FuzzBuilders(f *testing.F) {
 		if mode&8 != 0 && key != "" {
 			restore = &RestoreSource{Destination: BackupDestination(c, nil), Key: key}
 		}
-		checkCluster(t, c, b, o, restore)
+		checkCluster(t, c, b, o, restore, mode&128 != 0)
 	})
 }
 
 // debugAdmission logs what the CRDs refuse (FUZZ_DEBUG_ADMISSION=1 go test -run FuzzBuilders -v).
 var debugAdmission = os.Getenv("FUZZ_DEBUG_ADMISSION") != ""
 
-func checkCluster(t *testing.T, c *etcdv1alpha1.EtcdCluster, b *etcdv1alpha1.EtcdBackup, o Options, restore *RestoreSource) {
+func checkCluster(t *testing.T, c *etcdv1alpha1.EtcdCluster, b *etcdv1alpha1.EtcdBackup, o Options, restore *RestoreSource, gate bool) {
 	t.Helper()
 	n := c.Spec.Replicas
 	d := BackupDestination(c, nil)
-	sts := StatefulSet(c, n, o, restore)
+	sts := StatefulSet(c, n, o, restore, gate)
 	cm := ConfigMap(c, BootstrapConfig(c, int(n), o))
 	objects := map[string]any{
 		"StatefulSet": sts, "ConfigMap": cm, "peer Service": PeerService(c), "client Service": ClientService(c),
@@ -181,7 +183,7 @@ func checkCluster(t *testing.T, c *etcdv1alpha1.EtcdCluster, b *etcdv1alpha1.Etc
 		}
 		checkMeta(t, kind, obj)
 	}
-	again, _ := yaml.Marshal(StatefulSet(c, n, o, restore))
+	again, _ := yaml.Marshal(StatefulSet(c, n, o, restore, gate))
 	first, _ := yaml.Marshal(sts)
 	if string(again) != string(first) {
 		t.Fatal("StatefulSet is not a pure function of its inputs")
@@ -287,23 +289,53 @@ func checkCluster(t *testing.T, c *etcdv1alpha1.EtcdCluster, b *etcdv1alpha1.Etc
 	for kind, p := range pods {
 		restricted(t, kind, p)
 	}
+	// Init containers: the gate first, then the restore, each reading etcd's own configuration (the same
+	// variables and the same ConfigMap).
+	init := sts.Spec.Template.Spec.InitContainers
+	var want []string
+	if gate {
+		want = append(want, MemberGateContainerName)
+	}
 	if restore != nil {
-		init := sts.Spec.Template.Spec.InitContainers
-		if len(init) != 1 || *init[0].Name != RestoreContainerName {
-			t.Fatalf("restored members need exactly the restore init container, got %d", len(init))
-		}
-		// The restore reads etcd's own configuration: the same variables and the same ConfigMap.
+		want = append(want, RestoreContainerName)
+	}
+	var got []string
+	for _, ic := range init {
+		got = append(got, *ic.Name)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("member init containers %v, want %v", got, want)
+	}
+	for _, ic := range init {
 		for i := range etcd.Env {
-			if !reflect.DeepEqual(init[0].Env[i], etcd.Env[i]) {
-				t.Fatalf("restore env %d differs from etcd's: %v vs %v", i, init[0].Env[i], etcd.Env[i])
+			if !reflect.DeepEqual(ic.Env[i], etcd.Env[i]) {
+				t.Fatalf("%s env %d differs from etcd's: %v vs %v", *ic.Name, i, ic.Env[i], etcd.Env[i])
 			}
 		}
-		if !reflect.DeepEqual(init[0].EnvFrom, etcd.EnvFrom) {
-			t.Fatal("restore envFrom differs from etcd's")
+		if !reflect.DeepEqual(ic.EnvFrom, etcd.EnvFrom) {
+			t.Fatalf("%s envFrom differs from etcd's", *ic.Name)
 		}
-		if !contains(init[0].Args, "--key="+restore.Key) {
-			t.Fatalf("restore args %v lack the key", init[0].Args)
+	}
+	if gate {
+		// The gate sees the data directory and the peer certificate where etcd does.
+		mounts := map[string]string{}
+		for _, m := range init[0].VolumeMounts {
+			mounts[*m.Name] = *m.MountPath
 		}
+		for _, m := range etcd.VolumeMounts {
+			if *m.Name != DataVolumeName && *m.Name != peerTLSVolume {
+				continue
+			}
+			if mounts[*m.Name] != *m.MountPath {
+				t.Fatalf("member gate mounts %v, etcd mounts %s at %s", mounts, *m.Name, *m.MountPath)
+			}
+		}
+		if !reflect.DeepEqual(init[0].Args, []string{"member-gate"}) || *init[0].Image != o.OperatorImage {
+			t.Fatalf("member gate runs %s %v", *init[0].Image, init[0].Args)
+		}
+	}
+	if restore != nil && !contains(init[len(init)-1].Args, "--key="+restore.Key) {
+		t.Fatalf("restore args %v lack the key", init[len(init)-1].Args)
 	}
 }
 

@@ -96,24 +96,26 @@ func onDemandBackup() *etcdv1alpha1.EtcdBackup {
 // TestGolden compares every builder's output with its golden file (make update-golden rewrites them).
 func TestGolden(t *testing.T) {
 	o := DefaultOptions()
+	// New StatefulSets carry the member gate; custom-statefulset.yaml stands for a cluster created before
+	// it, whose template keeps no gate until its next roll.
 	cases := map[string]any{
-		"design-statefulset.yaml":    StatefulSet(designCluster(), 3, o, nil),
+		"design-statefulset.yaml":    StatefulSet(designCluster(), 3, o, nil, true),
 		"design-peer-service.yaml":   PeerService(designCluster()),
 		"design-client-service.yaml": ClientService(designCluster()),
 		"design-configmap.yaml":      ConfigMap(designCluster(), BootstrapConfig(designCluster(), 3, o)),
 		"design-pdb.yaml":            PodDisruptionBudget(designCluster(), 3),
 		"design-networkpolicy.yaml":  NetworkPolicy(designCluster(), Options{ClusterDomain: "cluster.local", OperatorNamespace: "etcd-operator-system"}),
 		"design-cronjob.yaml":        BackupCronJob(designCluster(), o),
-		"custom-statefulset.yaml":    StatefulSet(customCluster(), 5, o, nil),
+		"custom-statefulset.yaml":    StatefulSet(customCluster(), 5, o, nil, false),
 		"design-backup-pvc.yaml":     BackupPVC(designCluster(), BackupDestination(designCluster(), nil)),
 		"s3-cronjob.yaml":            BackupCronJob(s3Cluster(), o),
-		"plaintext-statefulset.yaml": StatefulSet(plaintextCluster(), 3, o, nil),
+		"plaintext-statefulset.yaml": StatefulSet(plaintextCluster(), 3, o, nil, true),
 		"plaintext-configmap.yaml":   ConfigMap(plaintextCluster(), BootstrapConfig(plaintextCluster(), 3, o)),
 		"plaintext-cronjob.yaml":     BackupCronJob(plaintextCluster(), o),
 		"s3-backup-job.yaml":         BackupJob(designCluster(), onDemandBackup(), o),
-		"restored-statefulset.yaml":  StatefulSet(designCluster(), 3, o, &RestoreSource{Destination: BackupDestination(s3Cluster(), nil), Key: "prod/etcd/scheduled/etcd-20261122T020000Z-r42.db"}),
+		"restored-statefulset.yaml":  StatefulSet(designCluster(), 3, o, &RestoreSource{Destination: BackupDestination(s3Cluster(), nil), Key: "prod/etcd/scheduled/etcd-20261122T020000Z-r42.db"}, true),
 		"pvc-restored-statefulset.yaml": StatefulSet(designCluster(), 3, o, &RestoreSource{
-			Destination: etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCBackupDestination{ClaimName: "old-backups"}}, Key: "prod/old/on-demand/old-20261122T020000Z-r42.db"}),
+			Destination: etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCBackupDestination{ClaimName: "old-backups"}}, Key: "prod/old/on-demand/old-20261122T020000Z-r42.db"}, true),
 	}
 	for name, obj := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -167,8 +169,8 @@ func TestInitialCluster(t *testing.T) {
 }
 
 func TestPodPassesRestrictedBasics(t *testing.T) {
-	sts := StatefulSet(customCluster(), 5, DefaultOptions(), nil)
-	restored := StatefulSet(designCluster(), 3, DefaultOptions(), &RestoreSource{Destination: BackupDestination(s3Cluster(), nil), Key: "k"})
+	sts := StatefulSet(customCluster(), 5, DefaultOptions(), nil, true)
+	restored := StatefulSet(designCluster(), 3, DefaultOptions(), &RestoreSource{Destination: BackupDestination(s3Cluster(), nil), Key: "k"}, true)
 	pods := map[string]*corev1ac.PodSpecApplyConfiguration{
 		"member":           sts.Spec.Template.Spec,
 		"restored member":  restored.Spec.Template.Spec,
@@ -191,8 +193,8 @@ func TestPodPassesRestrictedBasics(t *testing.T) {
 			}
 		}
 	}
-	if len(restored.Spec.Template.Spec.InitContainers) != 1 {
-		t.Fatal("a restored cluster's members need the restore init container")
+	if init := restored.Spec.Template.Spec.InitContainers; len(init) != 2 || *init[0].Name != MemberGateContainerName || *init[1].Name != RestoreContainerName {
+		t.Fatal("a restored cluster's members need the member gate, then the restore init container")
 	}
 	for k := range sts.Spec.Template.Labels {
 		if _, ok := SelectorLabels(customCluster())[k]; ok && sts.Spec.Template.Labels[k] != SelectorLabels(customCluster())[k] {

@@ -17,8 +17,10 @@ const etcdUID = 65532
 
 // StatefulSet builds the members' StatefulSet with the given number of replicas (the controller decides
 // the count, because membership changes go one member at a time). A non-nil restore adds the init
-// container that restores each bootstrapping member from that snapshot.
-func StatefulSet(c *etcdv1alpha1.EtcdCluster, replicas int32, o Options, restore *RestoreSource) *appsv1ac.StatefulSetApplyConfiguration {
+// container that restores each bootstrapping member from that snapshot. memberGate adds the init
+// container that decides whether etcd may start on the member's data (it runs first); the controller
+// decides it per cluster, because adding it to a running cluster's template would restart every member.
+func StatefulSet(c *etcdv1alpha1.EtcdCluster, replicas int32, o Options, restore *RestoreSource, memberGate bool) *appsv1ac.StatefulSetApplyConfiguration {
 	return appsv1ac.StatefulSet(StatefulSetName(c), c.Namespace).
 		WithLabels(Labels(c, ComponentEtcd)).
 		WithOwnerReferences(OwnerReference(c)).
@@ -34,7 +36,7 @@ func StatefulSet(c *etcdv1alpha1.EtcdCluster, replicas int32, o Options, restore
 				WithWhenDeleted(appsv1.PersistentVolumeClaimRetentionPolicyType(c.Spec.PVCRetentionPolicy.WhenDeleted)).
 				WithWhenScaled(appsv1.PersistentVolumeClaimRetentionPolicyType(c.Spec.PVCRetentionPolicy.WhenScaled))).
 			WithVolumeClaimTemplates(dataVolumeClaim(c)).
-			WithTemplate(podTemplate(c, o, restore)))
+			WithTemplate(podTemplate(c, o, restore, memberGate)))
 }
 
 func dataVolumeClaim(c *etcdv1alpha1.EtcdCluster) *corev1ac.PersistentVolumeClaimApplyConfiguration {
@@ -54,7 +56,7 @@ func dataVolumeClaim(c *etcdv1alpha1.EtcdCluster) *corev1ac.PersistentVolumeClai
 		WithSpec(spec)
 }
 
-func podTemplate(c *etcdv1alpha1.EtcdCluster, o Options, restore *RestoreSource) *corev1ac.PodTemplateSpecApplyConfiguration {
+func podTemplate(c *etcdv1alpha1.EtcdCluster, o Options, restore *RestoreSource, memberGate bool) *corev1ac.PodTemplateSpecApplyConfiguration {
 	labels := Labels(c, ComponentEtcd)
 	for k, v := range c.Spec.Pod.Labels {
 		labels[k] = v
@@ -73,6 +75,11 @@ func podTemplate(c *etcdv1alpha1.EtcdCluster, o Options, restore *RestoreSource)
 		WithContainers(etcdContainer(c, o))
 	if TLSEnabled(c) {
 		spec.WithVolumes(secretVolume(serverTLSVolume, ServerSecretName(c)), secretVolume(peerTLSVolume, PeerSecretName(c)))
+	}
+	// The gate runs first, so it judges the directory as the pod found it; the restore only fills the
+	// empty directory of a bootstrapping member, which the gate lets through at once.
+	if memberGate {
+		spec.WithInitContainers(memberGateInitContainer(c, &spec.Containers[0], o))
 	}
 	if restore != nil {
 		init, volumes := restoreInitContainer(c, &spec.Containers[0], *restore, o)

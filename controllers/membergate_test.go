@@ -1,0 +1,86 @@
+package controllers
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/seedops/etcd-operator/internal/membergate"
+	"github.com/seedops/etcd-operator/internal/resources"
+)
+
+func TestMemberGateWanted(t *testing.T) {
+	sts := func(image string, gate bool) *appsv1.StatefulSet {
+		s := &appsv1.StatefulSet{}
+		s.Spec.Template.Spec.Containers = []corev1.Container{{Name: "etcd", Image: image}}
+		if gate {
+			s.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: resources.MemberGateContainerName}}
+		}
+		return s
+	}
+	const img = "gcr.io/etcd-development/etcd:v3.5.35"
+	for _, tc := range []struct {
+		name     string
+		existing *appsv1.StatefulSet
+		want     bool
+	}{
+		{"new cluster", nil, true},
+		{"already gated", sts(img, true), true},
+		{"already gated, new image", sts("gcr.io/etcd-development/etcd:v3.5.34", true), true},
+		{"ungated, same image: adding the gate alone would restart every member", sts(img, false), false},
+		{"ungated, new image: the members roll anyway", sts("gcr.io/etcd-development/etcd:v3.5.34", false), true},
+		{"ungated, restore container only", func() *appsv1.StatefulSet {
+			s := sts(img, false)
+			s.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: resources.RestoreContainerName}}
+			return s
+		}(), false},
+	} {
+		if got := memberGateWanted(tc.existing, img); got != tc.want {
+			t.Errorf("%s: memberGateWanted = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestGateRefusal(t *testing.T) {
+	refused := &corev1.ContainerStateTerminated{ExitCode: membergate.RefusalExitCode,
+		Message: membergate.RefusalMarker + " data of member 8e9e05c52164694d, which peer https://x:2380 does not list: the member was removed\n"}
+	pod := func(statuses ...corev1.ContainerStatus) *corev1.Pod {
+		return &corev1.Pod{Status: corev1.PodStatus{InitContainerStatuses: statuses}}
+	}
+	gate := func(current, last *corev1.ContainerStateTerminated) corev1.ContainerStatus {
+		cs := corev1.ContainerStatus{Name: resources.MemberGateContainerName}
+		cs.State.Terminated, cs.LastTerminationState.Terminated = current, last
+		if current == nil {
+			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}
+		}
+		return cs
+	}
+	const reason = "data of member 8e9e05c52164694d, which peer https://x:2380 does not list: the member was removed"
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want string
+	}{
+		{"no statuses", pod(), ""},
+		{"refused just now", pod(gate(refused, nil)), reason},
+		{"refused, backing off", pod(gate(nil, refused)), reason},
+		{"passed after a refusal", pod(gate(&corev1.ContainerStateTerminated{ExitCode: 0, Message: "start: ..."}, refused)), ""},
+		{"running after a refusal", func() *corev1.Pod {
+			cs := gate(nil, refused)
+			cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+			return pod(cs)
+		}(), reason},
+		{"marker from another container", pod(corev1.ContainerStatus{Name: resources.RestoreContainerName,
+			State: corev1.ContainerState{Terminated: refused}}), ""},
+		{"other failure", pod(gate(&corev1.ContainerStateTerminated{ExitCode: 1, Message: "error: ETCD_DATA_DIR must be set"}, nil)), ""},
+		{"refusal exit code without the marker", pod(gate(&corev1.ContainerStateTerminated{ExitCode: membergate.RefusalExitCode, Message: "killed"}, nil)), ""},
+		{"marker without the refusal exit code", pod(gate(&corev1.ContainerStateTerminated{ExitCode: 1, Message: refused.Message}, nil)), ""},
+		{"marker after log lines (message fell back to the log)", pod(gate(&corev1.ContainerStateTerminated{ExitCode: membergate.RefusalExitCode,
+			Message: `{"level":"info","msg":"judged the data directory"}` + "\n" + refused.Message}, nil)), reason},
+	} {
+		if got := gateRefusal(tc.pod); got != tc.want {
+			t.Errorf("%s: gateRefusal = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
