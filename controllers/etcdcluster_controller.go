@@ -125,7 +125,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 
 	// 5. (deferred) Report, whatever happened in step 4.
 	defer func() {
-		cluster.Status = computeStatus(cluster, obs, decision, retErr, time.Now())
+		cluster.Status = computeStatus(cluster, obs, decision, appliedObjs.names, retErr, time.Now())
 		appliedObjs.record(r, cluster)
 		if retErr != nil {
 			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, ReasonReconcileFailed, "Reconcile", "%v", retErr)
@@ -253,7 +253,7 @@ func (r *EtcdClusterReconciler) reconcileStatefulSet(ctx context.Context, c *etc
 	if err != nil {
 		current = nil
 	}
-	desired := resources.StatefulSet(c, int32(d.Replicas), r.Options, obs.restore, memberGateWanted(current, resources.Image(c, r.Options)))
+	desired := resources.StatefulSet(c, int32(d.Replicas), r.Options, obs.restore, memberGateWanted(current, obs.pods, resources.Image(c, r.Options)))
 	if err == nil && !volumeClaimTemplatesMatch(existing, c) {
 		// Volume claim templates are immutable: grow the existing claims in place, then replace the
 		// StatefulSet without deleting its pods (orphan), so new members get the new size too.

@@ -11,15 +11,21 @@ import (
 )
 
 // memberGateWanted says whether the members' template carries the member-gate init container: always for
-// a new StatefulSet, and for an existing one only once it has the gate or is about to roll anyway (its
-// etcd image differs from the desired one). Adding the gate to a running cluster's template on its own
-// would make every member out of date, and an operator upgrade would restart every cluster; this way the
-// gate arrives with the next restart the cluster needs anyway.
-func memberGateWanted(existing *appsv1.StatefulSet, desiredImage string) bool {
-	if existing == nil {
+// a new cluster, and for an existing one only once it has the gate or is about to roll anyway (its etcd
+// image differs from the desired one). Adding the gate to a running cluster's template on its own would
+// make every member out of date, and an operator upgrade would restart every cluster; this way the gate
+// arrives with the next restart the cluster needs anyway. A StatefulSet replaced with its pods kept
+// (volume growth, an orphaning delete) is judged by the pods it will find.
+func memberGateWanted(existing *appsv1.StatefulSet, pods []corev1.Pod, desiredImage string) bool {
+	var spec *corev1.PodSpec
+	switch {
+	case existing != nil:
+		spec = &existing.Spec.Template.Spec
+	case len(pods) > 0:
+		spec = &pods[0].Spec
+	default:
 		return true
 	}
-	spec := &existing.Spec.Template.Spec
 	for i := range spec.InitContainers {
 		if spec.InitContainers[i].Name == resources.MemberGateContainerName {
 			return true

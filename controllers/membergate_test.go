@@ -36,9 +36,21 @@ func TestMemberGateWanted(t *testing.T) {
 			return s
 		}(), false},
 	} {
-		if got := memberGateWanted(tc.existing, img); got != tc.want {
+		if got := memberGateWanted(tc.existing, nil, img); got != tc.want {
 			t.Errorf("%s: memberGateWanted = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+	// The StatefulSet was replaced with its pods kept: the pods decide.
+	pod := func(gate bool) corev1.Pod {
+		p := corev1.Pod{}
+		p.Spec = sts(img, gate).Spec.Template.Spec
+		return p
+	}
+	if memberGateWanted(nil, []corev1.Pod{pod(false)}, img) {
+		t.Errorf("recreated StatefulSet over ungated pods: adding the gate would restart every member")
+	}
+	if !memberGateWanted(nil, []corev1.Pod{pod(true)}, img) {
+		t.Errorf("recreated StatefulSet over gated pods must keep the gate")
 	}
 }
 

@@ -44,11 +44,27 @@ func durationOr(d, def time.Duration) time.Duration {
 	return def
 }
 
-// memberConfig renders the planner's configuration with the members' URLs.
+// memberConfig renders the planner's configuration: each member under its name and the peer URL etcd has
+// registered for it (the ordinal's stable name and URL when etcd has none yet).
 func (r *EtcdClusterReconciler) memberConfig(c *etcdv1alpha1.EtcdCluster, cfg *membership.Config) resources.MemberConfig {
-	parts := make([]string, 0, len(cfg.Ordinals))
-	for _, ord := range cfg.Ordinals {
-		parts = append(parts, resources.MemberName(c, ord)+"="+r.urls().PeerURL(c, ord))
+	parts := make([]string, 0, len(cfg.Members))
+	for i, m := range cfg.Members {
+		name, url := m.Name, m.PeerURL
+		if name == "" && m.Ordinal >= 0 {
+			name = resources.MemberName(c, m.Ordinal)
+		}
+		if url == "" && m.Ordinal >= 0 {
+			url = r.urls().PeerURL(c, m.Ordinal)
+		}
+		if name == "" {
+			// An unstarted member the operator did not add: etcd compares only peer URLs when a member
+			// joins, but each entry needs a name of its own.
+			name = fmt.Sprintf("unnamed-%d", i)
+		}
+		if url == "" {
+			continue
+		}
+		parts = append(parts, name+"="+url)
 	}
 	return resources.MemberConfig{InitialCluster: strings.Join(parts, ","), InitialClusterState: cfg.State}
 }
@@ -110,6 +126,14 @@ func (r *EtcdClusterReconciler) doStep(ctx context.Context, c *etcdv1alpha1.Etcd
 		}
 		ac := corev1ac.PersistentVolumeClaim(pvc.Name, pvc.Namespace).WithAnnotations(map[string]string{AnnotationReplace: "true"})
 		return r.Apply(ctx, ac, client.FieldOwner(FieldOwner), client.ForceOwnership)
+	case membership.ActionUnmarkReplace:
+		pvc := obs.pvcByOrdinal[a.Ordinal]
+		if pvc == nil {
+			return nil
+		}
+		patch := client.MergeFrom(pvc.DeepCopy())
+		delete(pvc.Annotations, AnnotationReplace)
+		return client.IgnoreNotFound(r.Patch(ctx, pvc, patch))
 	case membership.ActionDeleteVolume:
 		// The claim goes first (it stays until its pod is gone), then the pod, so the StatefulSet
 		// recreates both empty.

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
@@ -175,12 +177,16 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, c *etcdv1alpha1
 		if len(m.ClientURLs) == 0 {
 			continue // not started yet
 		}
+		pod := obs.podByOrdinal[obs.ordinals[m.ID]]
 		st, err := cli.Status(ctx, m.ClientURLs[0])
 		if err != nil {
+			// The operator's own call failed (a network fault on its side, a member busy defragmenting):
+			// that is no evidence against the member. The kubelet's readiness check of the member's own
+			// /health, which needs quorum, decides.
+			obs.healthy[m.ID] = !m.IsLearner && pod != nil && podReady(pod)
 			continue
 		}
 		obs.statuses[m.ID] = st
-		pod := obs.podByOrdinal[obs.ordinals[m.ID]]
 		// A voter is healthy when it answers without alarms and its pod passes readiness (which needs
 		// quorum); a learner cannot pass readiness, so answering is enough.
 		obs.healthy[m.ID] = len(st.Errors) == 0 && (m.IsLearner || (pod != nil && podReady(pod)))
@@ -194,27 +200,45 @@ func (r *EtcdClusterReconciler) dial(ctx context.Context, c *etcdv1alpha1.EtcdCl
 		return nil, tlsRefusal{obs.tls.refusal}
 	}
 	if resources.TLSEnabled(c) && obs.tls.clientConfig == nil {
+		if obs.tls.clientErr != nil {
+			return nil, obs.tls.clientErr
+		}
 		return nil, fmt.Errorf("the client certificate (Secret %s) is not issued yet", resources.ClientSecretName(c))
 	}
 	return r.Dialer.Dial(ctx, endpoints, obs.tls.clientConfig)
 }
 
-// memberOrdinal maps an etcd member to its StatefulSet ordinal by name, or by peer URL for a member
-// that has not started yet; -1 for a member the operator does not know.
+// memberOrdinal maps an etcd member to its StatefulSet ordinal: by the name it started with (the pod's
+// name, whatever URL it registered: a changed cluster domain must not make the operator's own members
+// strangers), or by peer URL for a member that has not started yet; -1 for a member the operator does
+// not know.
 func (r *EtcdClusterReconciler) memberOrdinal(c *etcdv1alpha1.EtcdCluster, m etcd.Member) int {
 	if m.Name != "" {
-		ord := ordinalOf(c, m.Name)
-		if ord >= 0 && len(m.PeerURLs) > 0 && m.PeerURLs[0] == r.urls().PeerURL(c, ord) {
-			return ord
-		}
+		return ordinalOf(c, m.Name)
+	}
+	if len(m.PeerURLs) == 0 {
 		return -1
 	}
 	for ord := range maxMembers {
-		if len(m.PeerURLs) > 0 && m.PeerURLs[0] == r.urls().PeerURL(c, ord) {
+		if m.PeerURLs[0] == r.urls().PeerURL(c, ord) {
 			return ord
 		}
 	}
-	return -1
+	return peerURLOrdinal(c, m.PeerURLs[0])
+}
+
+// peerURLOrdinal reads the ordinal from a stable peer URL "<scheme>://<cluster>-<n>.<peer service>.<ns>.svc..."
+// whatever its cluster domain; -1 when the URL is not one of this cluster's.
+func peerURLOrdinal(c *etcdv1alpha1.EtcdCluster, peerURL string) int {
+	u, err := url.Parse(peerURL)
+	if err != nil {
+		return -1
+	}
+	pod, rest, ok := strings.Cut(u.Hostname(), ".")
+	if !ok || !strings.HasPrefix(rest, resources.PeerServiceName(c)+"."+c.Namespace+".svc") {
+		return -1
+	}
+	return ordinalOf(c, pod)
 }
 
 // maxMembers bounds the ordinals considered (replicas are at most 7; one more for a learner in flight).
@@ -280,6 +304,16 @@ func (obs observation) planInput(c *etcdv1alpha1.EtcdCluster, now time.Time, hea
 		HealAfter:           healAfter,
 		TargetVersion:       c.Spec.Version,
 	}
+	if avail := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable); avail != nil && avail.Status == metav1.ConditionTrue {
+		in.QuorumSince = avail.LastTransitionTime.Time
+	} else {
+		in.QuorumSince = now // quorum is being regained now (or was never seen): no heal clock ran before
+	}
+	for _, m := range c.Status.Members {
+		if ord := ordinalOf(c, m.Name); ord >= 0 && !m.Unknown {
+			in.KnownOrdinals = append(in.KnownOrdinals, ord)
+		}
+	}
 	if obs.statefulSet != nil && obs.statefulSet.Spec.Replicas != nil {
 		in.StatefulSetReplicas = int(*obs.statefulSet.Spec.Replicas)
 	}
@@ -291,7 +325,8 @@ func (obs observation) planInput(c *etcdv1alpha1.EtcdCluster, now time.Time, hea
 		outdated[n] = true
 	}
 	for ord, p := range obs.podByOrdinal {
-		in.Pods[ord] = membership.Pod{Ready: podReady(p), UpToDate: !outdated[p.Name], Terminating: !p.DeletionTimestamp.IsZero()}
+		in.Pods[ord] = membership.Pod{Ready: podReady(p), UpToDate: !outdated[p.Name], Terminating: !p.DeletionTimestamp.IsZero(),
+			CannotStart: podCannotStart(p), StaleData: gateRefusal(p)}
 	}
 	for ord, pvc := range obs.pvcByOrdinal {
 		id, _ := strconv.ParseUint(pvc.Annotations[AnnotationMemberID], 16, 64)
@@ -308,7 +343,10 @@ func (obs observation) planInput(c *etcdv1alpha1.EtcdCluster, now time.Time, hea
 		pm := membership.Member{
 			ID: m.ID, Ordinal: obs.ordinals[m.ID], Name: m.Name, Learner: m.IsLearner,
 			Started: len(m.ClientURLs) > 0, Healthy: obs.healthy[m.ID], Leader: m.ID == leader,
-			RaftIndex: obs.statuses[m.ID].RaftIndex,
+			RaftIndex: obs.statuses[m.ID].RaftIndex, Version: obs.statuses[m.ID].Version,
+		}
+		if len(m.PeerURLs) > 0 {
+			pm.PeerURL = m.PeerURLs[0]
 		}
 		if pm.Ordinal >= 0 && obs.claimReplaced(m.Name, m.ID, pm.Ordinal) {
 			pm.ClaimReplaced = true
@@ -328,6 +366,25 @@ func podUpToDate(p *corev1.Pod, c *etcdv1alpha1.EtcdCluster, sts *appsv1.Statefu
 		return p.Labels[appsv1.ControllerRevisionHashLabelKey] == sts.Status.UpdateRevision
 	}
 	return podImage(p) == resources.Image(c, o)
+}
+
+// podCannotStart is the kubelet's reason why the pod's etcd container cannot run: a failure, not one of the
+// passing states of a starting container (ContainerCreating, PodInitializing); "" otherwise.
+func podCannotStart(p *corev1.Pod) string {
+	for _, st := range p.Status.ContainerStatuses {
+		if st.Name != "etcd" || st.State.Waiting == nil {
+			continue
+		}
+		switch reason := st.State.Waiting.Reason; reason {
+		case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
+			"CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
+			if msg := st.State.Waiting.Message; msg != "" {
+				return reason + ": " + msg
+			}
+			return reason
+		}
+	}
+	return ""
 }
 
 func podReady(p *corev1.Pod) bool {
@@ -365,14 +422,4 @@ func ordinalOf(c *etcdv1alpha1.EtcdCluster, name string) int {
 }
 
 // versionLess compares dotted numeric versions.
-func versionLess(a, b string) bool {
-	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < len(pa) && i < len(pb); i++ {
-		x, _ := strconv.Atoi(pa[i])
-		y, _ := strconv.Atoi(pb[i])
-		if x != y {
-			return x < y
-		}
-	}
-	return len(pa) < len(pb)
-}
+func versionLess(a, b string) bool { return membership.VersionLess(a, b) }

@@ -57,7 +57,9 @@ type fakeKubelet struct {
 
 	mu         sync.Mutex
 	violations []string
-	clientTLS  *tls.Config
+	// checks counts the comparisons checkAgreement made: a check that never ran proves nothing.
+	checks    int
+	clientTLS *tls.Config
 }
 
 // tlsConfig authenticates as the cluster's client certificate (nil before it is issued).
@@ -248,6 +250,7 @@ func (k *fakeKubelet) checkAgreement(ctx context.Context) {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.checks++
 	withoutSlot := 0
 	for _, m := range members {
 		found := false
@@ -595,6 +598,48 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		Expect(put(nobody, "", "")).To(Succeed())
 	})
 
+	It("recreates a StatefulSet deleted in the middle of a scale-up at its membership, never bootstrapping again", func() {
+		ids := func() map[string]string {
+			out := map[string]string{}
+			Expect(get(ctx, c)).To(Succeed())
+			for _, m := range c.Status.Members {
+				out[m.Name] = m.ID
+			}
+			return out
+		}
+		before := ids()
+		Expect(before).To(HaveLen(3))
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.Replicas = 5 })).To(Succeed())
+		Eventually(func() int { return len(etcdMembers(ctx, procs, kubelet.tlsConfig())) }, 60*time.Second, 50*time.Millisecond).Should(Equal(4))
+
+		By("deleting the StatefulSet, its pods left running (as kubectl delete --cascade=orphan does)")
+		sts := &appsv1.StatefulSet{}
+		Expect(k8sClient.Get(ctx, key(realNS, c.Name), sts)).To(Succeed())
+		Expect(k8sClient.Delete(ctx, sts, client.PropagationPolicy(metav1.DeletePropagationOrphan))).To(Succeed())
+
+		By("the operator recreating it at the current membership, with new members joining the existing cluster")
+		var seen []string
+		Eventually(func(g Gomega) {
+			cm := &corev1.ConfigMap{}
+			if k8sClient.Get(ctx, key(realNS, resources.ConfigMapName(c)), cm) == nil && cm.Data["ETCD_INITIAL_CLUSTER_STATE"] != "existing" {
+				seen = append(seen, "ConfigMap state "+cm.Data["ETCD_INITIAL_CLUSTER_STATE"])
+			}
+			recreated := &appsv1.StatefulSet{}
+			if k8sClient.Get(ctx, key(realNS, c.Name), recreated) == nil && recreated.UID != sts.UID &&
+				int(*recreated.Spec.Replicas) > len(etcdMembers(ctx, procs, kubelet.tlsConfig()))+1 {
+				seen = append(seen, "StatefulSet recreated at "+itoa(int(*recreated.Spec.Replicas)))
+			}
+			running(5)(g)
+		}, 180*time.Second, 100*time.Millisecond).Should(Succeed())
+		Expect(seen).To(BeEmpty(), "a formed cluster was bootstrapped again")
+		after := ids()
+		for name, id := range before {
+			Expect(after).To(HaveKeyWithValue(name, id), "member %s kept its identity", name)
+		}
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.Replicas = 3 })).To(Succeed())
+		Eventually(running(3), 120*time.Second, 250*time.Millisecond).Should(Succeed())
+	})
+
 	It("converges when the operator crashes right after each kind of step (failpoints)", func() {
 		Expect(failpoint.Enabled).To(BeTrue(), "build the tests with -tags failpoints, as make test does")
 		for _, name := range failpoint.All {
@@ -633,6 +678,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 	It("kept etcd's member list and the StatefulSet in agreement at every observed step", func() {
 		kubelet.mu.Lock()
 		defer kubelet.mu.Unlock()
+		Expect(kubelet.checks).To(BeNumerically(">", 100), "the agreement was compared at every kubelet sync")
 		Expect(kubelet.violations).To(BeEmpty())
 	})
 })

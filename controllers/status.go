@@ -34,6 +34,12 @@ const (
 	ReasonEtcdUnreachable  = "EtcdUnreachable"
 	ReasonUnknownMembers   = "UnknownMembers"
 	ReasonAsExpected       = "AsExpected"
+	// ReasonUpgradeStalled: a member restarted onto a new version cannot run it; nothing more is changed.
+	ReasonUpgradeStalled = "UpgradeStalled"
+	// ReasonMemberCannotStart: a member pod cannot run etcd (its image, a crash loop).
+	ReasonMemberCannotStart = "MemberCannotStart"
+	// ReasonApplying: this reconcile changed managed objects; their effect is not observed yet.
+	ReasonApplying = "Applying"
 )
 
 // memberStatuses lists members from etcd when it answered, else from the pods.
@@ -82,7 +88,9 @@ func memberStatuses(c *etcdv1alpha1.EtcdCluster, obs observation, now time.Time)
 
 // computeStatus derives the whole status from the observation and the plan. It is pure: its condition
 // and phase rules are covered by a table test (status_test.go).
-func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.Decision, reconcileErr error, now time.Time) etcdv1alpha1.EtcdClusterStatus {
+// applied names the objects this reconcile changed: until their effect is observed, the cluster is still
+// progressing, whatever the plan made of the state before.
+func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.Decision, applied []string, reconcileErr error, now time.Time) etcdv1alpha1.EtcdClusterStatus {
 	s := *c.Status.DeepCopy()
 	s.ObservedGeneration = c.Generation
 	s.Replicas = int32(len(obs.pods))
@@ -96,6 +104,8 @@ func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.De
 	}
 	var refusal tlsRefusal
 	refused := errors.As(reconcileErr, &refusal)
+	var unmanaged unmanagedSecret
+	notManaged := errors.As(reconcileErr, &unmanaged)
 
 	voters, healthy := obs.voters(c), obs.readyReplicas
 	if obs.reachable {
@@ -145,6 +155,10 @@ func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.De
 		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonTLSRefused, refusal.msg)
 	case reconcileErr != nil:
 		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonReconcileFailed, reconcileErr.Error())
+	case d.Phase == membership.PhaseStalled && c.Spec.Version != s.CurrentVersion:
+		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonUpgradeStalled, d.Message)
+	case d.Phase == membership.PhaseStalled:
+		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonMemberCannotStart, d.Message)
 	case obs.statefulSet == nil || d.Phase == membership.PhaseBootstrapping:
 		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonCreating, d.Message)
 	case d.Phase == membership.PhaseScaling:
@@ -157,6 +171,11 @@ func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.De
 		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonBlocked, d.Message)
 	case d.Phase == membership.PhaseWaiting:
 		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonWaiting, d.Message)
+	case len(applied) > 0:
+		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonApplying, "applied "+strings.Join(applied, ", ")+"; waiting for the members to follow")
+	case obs.reachable && s.CurrentVersion != "" && s.CurrentVersion != c.Spec.Version:
+		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonUpgrading,
+			fmt.Sprintf("members run %s; the spec asks for %s", s.CurrentVersion, c.Spec.Version))
 	case int32(len(obs.pods)) != c.Spec.Replicas:
 		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonScaling,
 			fmt.Sprintf("%d of %d member pods exist", len(obs.pods), c.Spec.Replicas))
@@ -181,8 +200,12 @@ func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.De
 		set(etcdv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonRestoreFailed, obs.restoreFailed)
 	case refused:
 		set(etcdv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonTLSRefused, refusal.msg)
+	case notManaged:
+		set(etcdv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonSecretNotManaged, unmanaged.msg)
 	case reconcileErr != nil:
 		set(etcdv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonReconcileFailed, reconcileErr.Error())
+	case d.Phase == membership.PhaseStalled:
+		set(etcdv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonMemberCannotStart, d.Message)
 	case formed && (len(unhealthy) > 0 || healthy < voters):
 		msg := fmt.Sprintf("%d of %d voting members healthy", healthy, voters)
 		if len(unhealthy) > 0 {

@@ -72,6 +72,10 @@ func TestComputeStatus(t *testing.T) {
 			nil, want{etcdv1alpha1.PhaseUnavailable, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionTrue, ReasonMembersUnhealthy}},
 		{"reconcile failed", 3, false, statusObservation([]bool{true, true, true}, nil), membership.Decision{},
 			errors.New("boom"), want{etcdv1alpha1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionTrue, ReasonReconcileFailed}},
+		// A member restarted onto a version whose image does not pull: reported, never healed.
+		{"stalled upgrade", 3, false, statusObservation([]bool{true, false, true}, nil),
+			membership.Decision{Phase: membership.PhaseStalled, Message: "cannot start: member 1 (ImagePullBackOff)"},
+			nil, want{etcdv1alpha1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionTrue, ReasonMemberCannotStart}},
 		{"paused", 3, true, statusObservation([]bool{true, true, true}, nil), membership.Decision{},
 			nil, want{etcdv1alpha1.PhasePaused, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionFalse, ReasonAsExpected}},
 	} {
@@ -81,7 +85,7 @@ func TestComputeStatus(t *testing.T) {
 			if tc.decision.Phase == "" {
 				tc.decision.Phase = membership.PhaseStable
 			}
-			s := computeStatus(c, tc.obs, tc.decision, tc.err, now)
+			s := computeStatus(c, tc.obs, tc.decision, nil, tc.err, now)
 			cond := func(typ string) *metav1.Condition {
 				cd := meta.FindStatusCondition(s.Conditions, typ)
 				if cd == nil {
@@ -105,5 +109,39 @@ func TestComputeStatus(t *testing.T) {
 				t.Errorf("observedGeneration %d", s.ObservedGeneration)
 			}
 		})
+	}
+}
+
+// TestComputeStatusProgressingFromTheFirstReconcileOfAChange: the reconcile that applies a new spec, and
+// every one after it until the members run it, reports Progressing=True, never Reconciled.
+func TestComputeStatusProgressingFromTheFirstReconcileOfAChange(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 3}}
+	c.Spec.Replicas, c.Spec.Version = 3, "3.5.35"
+	stable := membership.Decision{Phase: membership.PhaseStable}
+
+	obs := statusObservation([]bool{true, true, true}, nil)
+	s := computeStatus(c, obs, stable, []string{"StatefulSet c"}, nil, now)
+	if got := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionProgressing); got.Status != metav1.ConditionTrue || got.Reason != ReasonApplying {
+		t.Errorf("the reconcile that applied the change: Progressing %s/%s (%s)", got.Status, got.Reason, got.Message)
+	}
+
+	for id := range obs.healthy {
+		obs.statuses[id] = etcd.EndpointStatus{Version: "3.5.34"}
+	}
+	s = computeStatus(c, obs, stable, nil, nil, now)
+	if got := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionProgressing); got.Status != metav1.ConditionTrue || got.Reason != ReasonUpgrading {
+		t.Errorf("members still on the old version: Progressing %s/%s (%s)", got.Status, got.Reason, got.Message)
+	}
+
+	for id := range obs.healthy {
+		obs.statuses[id] = etcd.EndpointStatus{Version: "3.5.35"}
+	}
+	s = computeStatus(c, obs, stable, nil, nil, now)
+	if got := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionProgressing); got.Status != metav1.ConditionFalse || got.Reason != ReasonReconciled {
+		t.Errorf("converged: Progressing %s/%s (%s)", got.Status, got.Reason, got.Message)
+	}
+	if s.ObservedGeneration != 3 {
+		t.Errorf("observedGeneration %d", s.ObservedGeneration)
 	}
 }

@@ -7,15 +7,6 @@ import (
 	"github.com/seedops/etcd-operator/internal/etcd"
 )
 
-// IsEtcdStep reports whether the action is a call to etcd (the others act on pods and volumes).
-func (a Action) IsEtcdStep() bool {
-	switch a.Type {
-	case ActionAddLearner, ActionPromote, ActionRemove, ActionMoveLeader:
-		return true
-	}
-	return false
-}
-
 // ApplyToEtcd makes the action's one etcd call. peerURL is the new member's URL (AddLearner only);
 // for MoveLeader the client must be connected to the current leader.
 func (a Action) ApplyToEtcd(ctx context.Context, cli etcd.Client, peerURL string) error {

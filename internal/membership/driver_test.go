@@ -102,8 +102,9 @@ func (d *driver) observe(ctx context.Context) (membership.Observed, etcdView) {
 		Reachable: reachable, Pods: map[int]membership.Pod{}, Volumes: map[int]membership.Volume{},
 		Now: time.Now(), HealAfter: d.healAfter, TargetVersion: "next",
 	}
+	// A pod is Ready when its member is healthy (readiness is etcd's own /health, set below).
 	for _, i := range d.c.Ordinals() {
-		o.Pods[i] = membership.Pod{Ready: true, UpToDate: d.state.startedWith[i] == d.c.Bin}
+		o.Pods[i] = membership.Pod{UpToDate: d.state.startedWith[i] == d.c.Bin}
 	}
 	for i, vol := range d.state.volumes {
 		o.Volumes[i] = vol
@@ -125,8 +126,8 @@ func (d *driver) observe(ctx context.Context) (membership.Observed, etcdView) {
 		} else {
 			delete(d.state.unhealthySince, m.ID)
 		}
-		if p, ok := o.Pods[pm.Ordinal]; ok && !healthy {
-			p.Ready = false
+		if p, ok := o.Pods[pm.Ordinal]; ok {
+			p.Ready = healthy && !m.IsLearner
 			o.Pods[pm.Ordinal] = p
 		}
 		o.Members = append(o.Members, pm)
@@ -162,7 +163,7 @@ func (d *driver) step(ctx context.Context) (membership.Decision, error) {
 			continue // its claim is being deleted: the pod cannot start again until a new claim exists
 		}
 		if !d.c.Running(i) {
-			cfg := d.c.InitialCluster(d.state.config.Ordinals)
+			cfg := d.c.InitialCluster(d.state.config.Ordinals())
 			if err := d.c.Start(i, cfg, d.state.config.State); err != nil {
 				return dec, err
 			}

@@ -45,7 +45,19 @@ func observedFrom(data []byte) Observed {
 	}
 	for range int(next() % 9) {
 		f := next()
-		o.Pods[int(f%9)] = Pod{Ready: f&16 != 0, UpToDate: f&32 != 0, Terminating: f&64 != 0}
+		p := Pod{Ready: f&16 != 0, UpToDate: f&32 != 0, Terminating: f&64 != 0}
+		switch next() % 8 {
+		case 1:
+			p.CannotStart = "ImagePullBackOff"
+		case 2:
+			p.CannotStart = "CrashLoopBackOff"
+		case 3:
+			p.StaleData = "stale-data: member 1 was removed"
+		}
+		o.Pods[int(f%9)] = p
+	}
+	if next()&1 == 1 {
+		o.QuorumSince = now.Add(-time.Duration(next()) * time.Minute)
 	}
 	for range int(next() % 4) {
 		f := next()
@@ -74,9 +86,25 @@ func FuzzPlan(f *testing.F) {
 		if o.Formed && !o.Reachable && o.StatefulSetReplicas >= 0 && d.Action.Type != ActionNone {
 			t.Fatalf("etcd unreachable, but the plan acts: %+v", d.Action)
 		}
+		if o.Formed && d.Config != nil && d.Config.State != "existing" {
+			t.Fatalf("a formed cluster bootstraps again: %+v", d.Config)
+		}
+		if o.Reachable && o.StatefulSetReplicas >= 0 {
+			for _, m := range o.Members {
+				if m.Ordinal >= 0 && d.Replicas < m.Ordinal+1 {
+					t.Fatalf("StatefulSet of %d would drop member %+v", d.Replicas, m)
+				}
+				if m.Ordinal < 0 && d.Replicas < o.StatefulSetReplicas {
+					t.Fatalf("StatefulSet shrinks from %d to %d while etcd has a member the operator cannot place: %+v", o.StatefulSetReplicas, d.Replicas, m)
+				}
+			}
+		}
 		a := d.Action
 		if a.Type == ActionNone {
 			return
+		}
+		if a.Type == ActionMarkReplace && imageFailure(o.Pods[a.Ordinal].CannotStart) {
+			t.Fatalf("healing member %d, whose pod cannot pull its image (%s): the replacement would not start either", a.Ordinal, o.Pods[a.Ordinal].CannotStart)
 		}
 		voters, healthy := 0, 0
 		var target *Member
@@ -93,6 +121,9 @@ func FuzzPlan(f *testing.F) {
 		}
 		switch a.Type {
 		case ActionRemove, ActionMarkReplace, ActionPromote, ActionMoveLeader, ActionDeletePod:
+			if a.Type == ActionDeletePod && stuckPod(o, a.Ordinal) {
+				break // a pod that cannot run etcd is restarted whoever it belongs to (checked below)
+			}
 			if target == nil {
 				t.Fatalf("%s of member %d, which etcd does not list", a.Type, a.ID)
 			}
@@ -137,6 +168,12 @@ func FuzzPlan(f *testing.F) {
 				}
 			}
 		case ActionDeletePod:
+			if stuckPod(o, a.Ordinal) {
+				if target != nil && target.Healthy {
+					t.Fatalf("restarting healthy member %+v because its pod reported it cannot start", *target)
+				}
+				break // restarting a pod that runs no etcd costs no availability
+			}
 			for _, m := range o.Members {
 				if m.Ordinal < 0 {
 					continue
@@ -151,4 +188,10 @@ func FuzzPlan(f *testing.F) {
 			}
 		}
 	})
+}
+
+// stuckPod: the pod of ordinal ord exists, runs an outdated template and cannot run etcd.
+func stuckPod(o Observed, ord int) bool {
+	p, ok := o.Pods[ord]
+	return ok && p.CannotStart != "" && !p.UpToDate && !p.Terminating
 }

@@ -190,7 +190,23 @@ func TestPlan(t *testing.T) {
 		{name: "a marked member is removed",
 			in: func() Observed {
 				o := formed(3, 3, voters(3))
+				o.Members[2].Healthy, o.Members[2].UnhealthySince = false, now.Add(-2*time.Minute)
 				o.Volumes[2] = Volume{MemberID: 102, Replace: true}
+				return o
+			}(),
+			action: ActionRemove, ordinal: 2, replicas: 3, phase: PhaseHealing},
+		{name: "a marked member that recovered before its removal keeps its data",
+			in: func() Observed {
+				o := formed(3, 3, voters(3))
+				o.Volumes[2] = Volume{MemberID: 102, Replace: true}
+				return o
+			}(),
+			action: ActionUnmarkReplace, ordinal: 2, replicas: 3, phase: PhaseHealing, message: "recovered"},
+		{name: "a marked member whose claim was replaced is removed even when it answers",
+			in: func() Observed {
+				o := formed(3, 3, voters(3))
+				o.Members[2].ClaimReplaced = true
+				o.Volumes[2] = Volume{Replace: true}
 				return o
 			}(),
 			action: ActionRemove, ordinal: 2, replicas: 3, phase: PhaseHealing},
@@ -261,7 +277,207 @@ func TestConfigListsCurrentMembersAsExisting(t *testing.T) {
 	o := formed(5, 3, voters(3))
 	o.Members = append(o.Members, Member{ID: 9, Ordinal: 3, Learner: true})
 	d := Plan(o)
-	if d.Config == nil || d.Config.State != "existing" || len(d.Config.Ordinals) != 4 {
+	if d.Config == nil || d.Config.State != "existing" || len(d.Config.Ordinals()) != 4 {
 		t.Fatalf("config %+v: a new member must start with the current member list, learner included", d.Config)
+	}
+}
+
+// TestPlanSafety: the paths where an ordinary event (an image that does not start, an outage, a changed
+// operator setting, a missing StatefulSet) must not make the planner remove, wipe or re-bootstrap.
+func TestPlanSafety(t *testing.T) {
+	upgrading := func(o Observed) Observed {
+		for ord, p := range o.Pods {
+			p.UpToDate = false
+			o.Pods[ord] = p
+		}
+		return o
+	}
+	cases := []struct {
+		name     string
+		in       Observed
+		action   ActionType
+		ordinal  int
+		replicas int
+		phase    Phase
+		message  string
+	}{
+		{name: "members the operator cannot place never shrink the StatefulSet",
+			in: func() Observed {
+				o := formed(3, 3, voters(3))
+				for i := range o.Members {
+					o.Members[i].Ordinal = -1
+				}
+				return o
+			}(),
+			replicas: 3, phase: PhaseWaiting, message: "not adding member 0"},
+		{name: "a formed cluster whose StatefulSet is gone is recreated at its membership, not bootstrapped",
+			in: func() Observed {
+				o := formed(5, -1, voters(3))
+				o.Members = append(o.Members, Member{ID: 9, Ordinal: 3, Learner: true})
+				return o
+			}(),
+			replicas: 4, phase: PhaseScaling, message: "starting learner"},
+		{name: "a formed cluster whose StatefulSet and pods are gone comes back at the members last seen",
+			in: func() Observed {
+				o := formed(5, -1, nil)
+				o.Reachable, o.KnownOrdinals = false, []int{0, 1, 2, 3}
+				return o
+			}(),
+			replicas: 4, phase: PhaseWaiting, message: "unreachable"},
+		{name: "a member whose new image cannot be pulled is never healed; the upgrade stalls",
+			in: func() Observed {
+				o := upgrading(formed(3, 3, voters(3)))
+				o.Members[1].Healthy, o.Members[1].Started, o.Members[1].UnhealthySince = false, true, now.Add(-time.Hour)
+				o.Pods[1] = Pod{UpToDate: true, CannotStart: "ImagePullBackOff"}
+				return o
+			}(),
+			replicas: 3, phase: PhaseStalled, message: "member 1 (ImagePullBackOff)"},
+		{name: "a member crash-looping on its new version is never healed while the version rolls",
+			in: func() Observed {
+				o := upgrading(formed(3, 3, voters(3)))
+				o.Members[1].Healthy, o.Members[1].UnhealthySince = false, now.Add(-time.Hour)
+				o.Pods[1] = Pod{UpToDate: true, CannotStart: "CrashLoopBackOff"}
+				return o
+			}(),
+			replicas: 3, phase: PhaseStalled, message: "CrashLoopBackOff"},
+		{name: "a reverted version restarts the stuck pod on the previous image",
+			in: func() Observed {
+				o := formed(3, 3, voters(3))
+				o.Members[1].Healthy, o.Members[1].UnhealthySince = false, now.Add(-time.Hour)
+				o.Pods[1] = Pod{UpToDate: false, CannotStart: "ImagePullBackOff"}
+				return o
+			}(),
+			action: ActionDeletePod, ordinal: 1, replicas: 3, phase: PhaseUpgrading, message: "cannot run etcd"},
+		{name: "a learner whose image cannot be pulled is reported as stalled",
+			in: func() Observed {
+				o := formed(5, 4, voters(3))
+				o.Members = append(o.Members, Member{ID: 9, Ordinal: 3, Learner: true})
+				o.Pods[3] = Pod{UpToDate: true, CannotStart: "ErrImagePull"}
+				return o
+			}(),
+			replicas: 4, phase: PhaseStalled, message: "member 3 (ErrImagePull)"},
+		{name: "a crash loop with no version change in flight is healed after the window",
+			in: func() Observed {
+				o := formed(3, 3, voters(3))
+				o.Members[2].Healthy, o.Members[2].UnhealthySince = false, now.Add(-2*time.Minute)
+				o.Pods[2] = Pod{UpToDate: true, CannotStart: "CrashLoopBackOff"}
+				return o
+			}(),
+			action: ActionMarkReplace, ordinal: 2, replicas: 3, phase: PhaseHealing},
+		{name: "no heal clock runs while the cluster had no quorum",
+			in: func() Observed {
+				o := formed(3, 3, voters(3))
+				o.Members[2].Healthy, o.Members[2].Started, o.Members[2].UnhealthySince = false, true, now.Add(-time.Hour)
+				o.QuorumSince = now.Add(-30 * time.Second)
+				return o
+			}(),
+			replicas: 3, phase: PhaseWaiting, message: "2 of 3"},
+		{name: "the heal clock runs from when quorum came back",
+			in: func() Observed {
+				o := formed(3, 3, voters(3))
+				o.Members[2].Healthy, o.Members[2].Started, o.Members[2].UnhealthySince = false, true, now.Add(-time.Hour)
+				o.QuorumSince = now.Add(-90 * time.Second)
+				return o
+			}(),
+			action: ActionMarkReplace, ordinal: 2, replicas: 3, phase: PhaseHealing},
+		{name: "a volume the member gate refused is wiped before the learner can start",
+			in: func() Observed {
+				o := formed(4, 4, voters(3))
+				o.Members = append(o.Members, Member{ID: 9, Ordinal: 3, Learner: true})
+				o.Pods[3] = Pod{UpToDate: true, StaleData: "stale-data: member 18fe7025b5699ed0 was removed"}
+				return o
+			}(),
+			action: ActionDeleteVolume, ordinal: 3, replicas: 4, phase: PhaseHealing, message: "18fe7025b5699ed0"},
+		{name: "a move to 3.6 waits until every member runs 3.5.26 or later",
+			in: func() Observed {
+				o := upgrading(formed(3, 3, voters(3)))
+				o.TargetVersion = "3.6.0"
+				for i := range o.Members {
+					o.Members[i].Version = "3.5.26"
+				}
+				o.Members[1].Version = "3.5.21"
+				return o
+			}(),
+			replicas: 3, phase: PhaseBlocked, message: "runs 3.5.21"},
+		{name: "a move to 3.6 from 3.5.26 rolls",
+			in: func() Observed {
+				o := upgrading(formed(3, 3, voters(3)))
+				o.TargetVersion = "3.6.0"
+				for i := range o.Members {
+					o.Members[i].Version = "3.5.26"
+				}
+				return o
+			}(),
+			action: ActionDeletePod, ordinal: 1, replicas: 3, phase: PhaseUpgrading},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Plan(tc.in)
+			if d.Action.Type != tc.action || (tc.action != ActionNone && d.Action.Ordinal != tc.ordinal) {
+				t.Errorf("action %s on %d, want %s on %d (%q)", d.Action.Type, d.Action.Ordinal, tc.action, tc.ordinal, d.Message)
+			}
+			if d.Replicas != tc.replicas {
+				t.Errorf("replicas %d, want %d", d.Replicas, tc.replicas)
+			}
+			if d.Phase != tc.phase {
+				t.Errorf("phase %s, want %s (%q)", d.Phase, tc.phase, d.Message)
+			}
+			if !strings.Contains(d.Message, tc.message) {
+				t.Errorf("message %q lacks %q", d.Message, tc.message)
+			}
+			if tc.in.Formed && (d.Config == nil || d.Config.State != "existing") && tc.in.Reachable {
+				t.Errorf("config %+v: a formed cluster starts new members as existing", d.Config)
+			}
+		})
+	}
+}
+
+// TestConfigListsEveryMemberEtcdHas: a joining member's initial cluster must match etcd's member list, so
+// members the operator cannot place are listed under the URL etcd has for them.
+func TestConfigListsEveryMemberEtcdHas(t *testing.T) {
+	o := formed(5, 3, voters(3))
+	o.Members[0].PeerURL = "https://c-0.c.ns.svc.old.domain:2380"
+	o.Members = append(o.Members, Member{ID: 77, Ordinal: -1, Name: "stranger", PeerURL: "https://stranger:2380", Started: true, Healthy: true})
+	d := Plan(o)
+	if d.Config == nil || len(d.Config.Members) != 4 {
+		t.Fatalf("config %+v lacks a member", d.Config)
+	}
+	want := []ConfigMember{
+		{Ordinal: 0, Name: "c-0", PeerURL: "https://c-0.c.ns.svc.old.domain:2380"}, {Ordinal: 1, Name: "c-1"}, {Ordinal: 2, Name: "c-2"},
+		{Ordinal: -1, Name: "stranger", PeerURL: "https://stranger:2380"},
+	}
+	for i, m := range want {
+		if d.Config.Members[i] != m {
+			t.Errorf("entry %d = %+v, want %+v", i, d.Config.Members[i], m)
+		}
+	}
+}
+
+// TestPlanDoesNotDependOnMapOrder: the same observation, with its pod and volume maps built in other
+// orders (and Go's randomised map iteration), always gets the same decision.
+func TestPlanDoesNotDependOnMapOrder(t *testing.T) {
+	seeds := [][]byte{
+		{3, 3, 1, 1, 3, 0, 6, 0, 0, 6, 1, 0, 6, 2, 0, 5, 0x30, 1, 0x31, 2, 0x32, 3, 0x33, 0, 0x34, 1, 3, 0x10, 1, 0x11, 2, 0x12, 3},
+		{5, 5, 1, 1, 5, 9, 6, 0, 0, 4, 1, 0, 4, 2, 0, 6, 3, 0, 6, 4, 0, 6, 0x20, 2, 0x21, 1, 0x22, 2, 0x23, 1, 0x24, 3, 3, 0x10, 1, 0x13, 4, 0x14, 5},
+		{3, 4, 1, 1, 4, 0, 6, 0, 0, 6, 1, 0, 6, 2, 0, 3, 3, 0, 4, 0x30, 3, 0x31, 3, 0x32, 0, 0x33, 3, 3, 0x10, 1, 0x11, 2, 0x12, 9},
+	}
+	for _, seed := range seeds {
+		o := observedFrom(seed)
+		want := Plan(o)
+		for try := range 200 {
+			shuffled := o
+			shuffled.Pods, shuffled.Volumes = map[int]Pod{}, map[int]Volume{}
+			keys := sortedOrdinals(o.Pods)
+			for i := range keys {
+				k := keys[(i+try)%len(keys)]
+				shuffled.Pods[k] = o.Pods[k]
+			}
+			for k, v := range o.Volumes {
+				shuffled.Volumes[k] = v
+			}
+			if got := Plan(shuffled); got.Action != want.Action || got.Phase != want.Phase || got.Message != want.Message || got.Replicas != want.Replicas {
+				t.Fatalf("seed %v try %d: %+v, first %+v", seed, try, got, want)
+			}
+		}
 	}
 }

@@ -1,0 +1,435 @@
+package membership
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// rule is one piece of etcd operational knowledge: it returns its decision and true when the situation is
+// its to decide, or false to let the next rule look.
+type rule struct {
+	name   string
+	decide func(o Observed, v view) (Decision, bool)
+}
+
+// rules of a reachable cluster, in the order they are tried (bootstrap and unreachable come first, in Plan):
+//  1. restart a pod that cannot run etcd on an outdated template (a reverted version), onto the current one;
+//  2. finish a replacement in progress (remove the member, then its data), or call it off if it recovered;
+//  3. wipe a volume the member gate refused (it holds a removed member's data);
+//  4. report a member pod that cannot run etcd and change nothing more (a version that does not start);
+//  5. promote a started learner once it has caught up, after giving it its pod;
+//  6. replace a member whose data is lost, or that failed to rejoin for HealAfter, if quorum holds without it;
+//  7. scale up by one learner, only while every member is healthy;
+//  8. scale down one member, highest ordinal first, leader moved away first, never below quorum;
+//  9. roll outdated pods one at a time, followers first and the leader last;
+//  10. otherwise stable (or waiting for unhealthy members).
+var rules = []rule{
+	{"restart stuck pod", restartStuckPod},
+	{"finish replacement", finishReplacement},
+	{"wipe refused data", wipeRefusedData},
+	{"stalled", stalled},
+	{"learners", learners},
+	{"heal", heal},
+	{"scale up", scaleUp},
+	{"scale down", scaleDown},
+	{"roll", roll},
+	{"stable", stable},
+}
+
+// bootstrap: a cluster that never formed starts every member together from a static list (fast). A formed
+// cluster never bootstraps again, even when its StatefulSet is gone (deleted with orphaned pods, or
+// replaced to grow volumes): a new initial cluster would split it in two.
+func bootstrap(o Observed) (Decision, bool) {
+	if o.Formed || o.Reachable {
+		return Decision{}, false
+	}
+	n := o.Desired
+	if o.StatefulSetReplicas > 0 {
+		n = o.StatefulSetReplicas // the bootstrap size is fixed once pods exist
+	}
+	cfg := &Config{State: "new"}
+	for _, ord := range seq(n) {
+		cfg.Members = append(cfg.Members, ConfigMember{Ordinal: ord})
+	}
+	return Decision{Replicas: n, Config: cfg, Phase: PhaseBootstrapping,
+		Message: fmt.Sprintf("bootstrapping %d members", n)}, true
+}
+
+// unreachable: after formation, nothing about membership is safe to change without etcd's member list. A
+// missing StatefulSet is recreated to cover the members last seen, so their pods come back on their data.
+func unreachable(o Observed) (Decision, bool) {
+	if o.Reachable {
+		return Decision{}, false
+	}
+	n := o.StatefulSetReplicas
+	if n < 0 {
+		n = 0
+		for _, ord := range o.KnownOrdinals {
+			n = max(n, ord+1)
+		}
+		if n == 0 {
+			n = o.Desired
+		}
+	}
+	return Decision{Replicas: n, Phase: PhaseWaiting, Message: "etcd is unreachable; waiting"}, true
+}
+
+// restartStuckPod restarts an outdated pod whose etcd cannot run (a version that does not exist, then
+// reverted): with OnDelete the StatefulSet never replaces it by itself, and a pod that runs nothing serves
+// nothing, so restarting it costs no availability.
+func restartStuckPod(o Observed, v view) (Decision, bool) {
+	for _, ord := range sortedOrdinals(o.Pods) {
+		p := o.Pods[ord]
+		if p.CannotStart == "" || p.UpToDate || p.Terminating {
+			continue
+		}
+		if m, ok := byOrdinal(v.ours, ord); ok && m.Healthy {
+			continue
+		}
+		return Decision{Replicas: v.replicas, Action: Action{Type: ActionDeletePod, Ordinal: ord}, Phase: PhaseUpgrading,
+			Message: fmt.Sprintf("restarting member %d onto the current template: its pod cannot run etcd (%s)", ord, p.CannotStart)}, true
+	}
+	return Decision{}, false
+}
+
+// finishReplacement continues a heal that marked a member's claim: remove the member, then delete its data.
+// A member that recovered before its removal keeps its data: the mark is dropped (unless its data is lost).
+func finishReplacement(o Observed, v view) (Decision, bool) {
+	for _, ord := range sortedOrdinals(o.Volumes) {
+		vol := o.Volumes[ord]
+		if !vol.Replace {
+			continue
+		}
+		m, ok := byOrdinal(v.ours, ord)
+		if !ok {
+			return Decision{Replicas: v.replicas, Action: Action{Type: ActionDeleteVolume, Ordinal: ord}, Phase: PhaseHealing,
+				Message: fmt.Sprintf("deleting the data of member %d to re-add it empty", ord)}, true
+		}
+		if m.Healthy && !dataLost(o, m) {
+			return Decision{Replicas: v.replicas, Action: Action{Type: ActionUnmarkReplace, Ordinal: ord, ID: m.ID}, Phase: PhaseHealing,
+				Message: fmt.Sprintf("keeping %s: it recovered before it was replaced", m.Name)}, true
+		}
+		return removeSafely(v, m, PhaseHealing, fmt.Sprintf("removing %s to replace its data", m.Name)), true
+	}
+	return Decision{}, false
+}
+
+// wipeRefusedData deletes a volume whose pod's member gate refused it: the data is a removed member's, so
+// etcd would run as that member, rejected by every peer. No started member may hold the ordinal.
+func wipeRefusedData(o Observed, v view) (Decision, bool) {
+	for _, ord := range sortedOrdinals(o.Pods) {
+		p := o.Pods[ord]
+		if p.StaleData == "" || p.Terminating {
+			continue
+		}
+		if m, ok := byOrdinal(v.ours, ord); ok && m.Started {
+			continue
+		}
+		if vol, ok := o.Volumes[ord]; ok && vol.Deleting {
+			continue // already going
+		}
+		return Decision{Replicas: v.replicas, Action: Action{Type: ActionDeleteVolume, Ordinal: ord}, Phase: PhaseHealing,
+			Message: fmt.Sprintf("deleting the data of member %d: %s", ord, p.StaleData)}, true
+	}
+	return Decision{}, false
+}
+
+// stalled reports a member pod on the current template that cannot run etcd because of its image (it
+// does not pull), or that crash-loops while a version change rolls. Its data is intact and a replacement
+// would use the same template, so it is never healed: the cluster waits for the image or the spec to be
+// fixed, and nothing else is touched meanwhile. A crash loop with no version change in flight is left to
+// heal: the member failed to rejoin on a template that runs everywhere else.
+func stalled(o Observed, v view) (Decision, bool) {
+	rolling := false
+	for _, p := range o.Pods {
+		rolling = rolling || !p.UpToDate
+	}
+	var stuck []string
+	for _, ord := range sortedOrdinals(o.Pods) {
+		p := o.Pods[ord]
+		if p.CannotStart == "" || p.Terminating || !(imageFailure(p.CannotStart) || rolling) {
+			continue
+		}
+		if m, ok := byOrdinal(v.ours, ord); ok && m.Healthy {
+			continue
+		}
+		stuck = append(stuck, fmt.Sprintf("member %d (%s)", ord, p.CannotStart))
+	}
+	if len(stuck) == 0 {
+		return Decision{}, false
+	}
+	msg := "cannot start: " + strings.Join(stuck, ", ") + "; no member is changed until it runs"
+	if o.TargetVersion != "" {
+		msg += " (revert spec.version to restart it on the previous image)"
+	}
+	return Decision{Replicas: v.replicas, Phase: PhaseStalled, Message: msg}, true
+}
+
+// imageFailure reports a kubelet reason that says the container image cannot be had.
+func imageFailure(reason string) bool {
+	switch reason {
+	case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
+		return true
+	}
+	return false
+}
+
+// learners gives a learner its pod, then promotes it once it has caught up with the leader.
+func learners(o Observed, v view) (Decision, bool) {
+	for _, m := range v.ours {
+		if !m.Learner {
+			continue
+		}
+		d := Decision{Replicas: v.replicas, Phase: PhaseScaling}
+		switch {
+		case !m.Started:
+			d.Message = fmt.Sprintf("starting learner %s", nameOr(m))
+		case v.leader != nil && m.RaftIndex+promoteLag < v.leader.RaftIndex:
+			d.Message = fmt.Sprintf("learner %s catching up (raft index %d of %d)", m.Name, m.RaftIndex, v.leader.RaftIndex)
+		default:
+			d.Action, d.Message = Action{Type: ActionPromote, Ordinal: m.Ordinal, ID: m.ID}, fmt.Sprintf("promoting learner %s", m.Name)
+		}
+		return d, true
+	}
+	return Decision{}, false
+}
+
+// heal gives a fresh start to a voter whose data is provably gone, or that stayed unhealthy for HealAfter
+// while the cluster had quorum.
+func heal(o Observed, v view) (Decision, bool) {
+	for _, m := range v.ours {
+		vol, hasVolume := o.Volumes[m.Ordinal]
+		if hasVolume && vol.Deleting && vol.MemberID == m.ID {
+			// The claim holding this member's data is being deleted: the data cannot come back, so the
+			// member is removed now (no mark: the claim carrying it is going), then re-added empty.
+			return removeSafely(v, m, PhaseHealing, fmt.Sprintf("removing %s: the volume claim holding its data is being deleted", m.Name)), true
+		}
+		lost := dataLost(o, m)
+		if !lost && !unhealthyTooLong(o, v, m) {
+			continue
+		}
+		if ok, msg := canLose(v, m); !ok {
+			return Decision{Replicas: v.replicas, Phase: PhaseBlocked, Message: "cannot heal: " + msg}, true
+		}
+		d := Decision{Replicas: v.replicas, Action: Action{Type: ActionMarkReplace, Ordinal: m.Ordinal, ID: m.ID}, Phase: PhaseHealing,
+			Message: fmt.Sprintf("replacing %s: unhealthy since %s", m.Name, m.UnhealthySince.UTC().Format(time.RFC3339))}
+		if lost {
+			d.Message = fmt.Sprintf("replacing %s: its data volume was replaced", m.Name)
+		}
+		return d, true
+	}
+	return Decision{}, false
+}
+
+// dataLost reports evidence that member m's data is gone while etcd still lists it.
+func dataLost(o Observed, m Member) bool {
+	vol, ok := o.Volumes[m.Ordinal]
+	if !ok || vol.Deleting {
+		return false
+	}
+	if vol.MemberID != 0 && vol.MemberID != m.ID {
+		return true
+	}
+	// A claim never recorded as holding a member's data, created after this started member was last
+	// healthy (the controller records every healthy member's claim), cannot hold its data: the pod came
+	// back with an empty volume, which etcd refuses for an existing member.
+	if vol.MemberID == 0 && m.Started && !m.Healthy && !m.UnhealthySince.IsZero() && !vol.Created.IsZero() &&
+		vol.Created.After(m.UnhealthySince) {
+		return true
+	}
+	return m.ClaimReplaced
+}
+
+// unhealthyTooLong: the member failed to rejoin for HealAfter, counted only from when the cluster last had
+// quorum (after an outage every member starts late; that is no evidence against any one of them).
+func unhealthyTooLong(o Observed, v view, m Member) bool {
+	if m.Healthy || m.UnhealthySince.IsZero() {
+		return false
+	}
+	since := m.UnhealthySince
+	if v.healClockStart.After(since) {
+		since = v.healClockStart
+	}
+	return o.Now.Sub(since) >= o.HealAfter
+}
+
+// scaleUp adds one learner at a time, into the lowest free ordinal, only while every voter is healthy.
+func scaleUp(o Observed, v view) (Decision, bool) {
+	if len(v.ours) >= o.Desired {
+		return Decision{}, false
+	}
+	d := Decision{Replicas: v.replicas, Phase: PhaseScaling}
+	if !v.allHealthy() {
+		d.Phase, d.Message = PhaseWaiting, fmt.Sprintf("waiting for all members to be healthy before adding one (%d of %d)", v.healthyVoters, v.voters)
+		return d, true
+	}
+	k := 0
+	for ; k < o.Desired; k++ {
+		if _, ok := byOrdinal(v.ours, k); !ok {
+			break
+		}
+	}
+	if p, ok := o.Pods[k]; ok && !p.Terminating && k >= v.replicas && o.StatefulSetReplicas > k {
+		// A pod of a removed member still runs: shrink the StatefulSet before re-adding.
+		d.Message = fmt.Sprintf("waiting for the old pod of member %d to go", k)
+		return d, true
+	}
+	if vol, ok := o.Volumes[k]; ok && vol.Deleting && vol.MemberID != 0 && !memberIDIn(o.Members, vol.MemberID) &&
+		(!podExists(o.Pods, k) || o.Pods[k].Terminating) {
+		// The removed member's claim and pod are already going: wait for them instead of deleting again.
+		d.Phase, d.Message = PhaseHealing, fmt.Sprintf("waiting for the old data of member %d to go", k)
+		return d, true
+	}
+	if vol, ok := o.Volumes[k]; ok && vol.MemberID != 0 && !memberIDIn(o.Members, vol.MemberID) {
+		d.Action, d.Message = Action{Type: ActionDeleteVolume, Ordinal: k}, fmt.Sprintf("deleting stale data of removed member %d before re-adding it", k)
+		return d, true
+	}
+	if p, ok := o.Pods[k]; ok && p.Ready && !p.Terminating {
+		// A Ready pod serves etcd (readiness needs quorum), so it is a member already, under a name or URL
+		// the operator cannot place: another member for its ordinal would never start.
+		d.Phase, d.Message = PhaseWaiting, fmt.Sprintf("not adding member %d: its pod serves etcd, but no member in etcd maps to it", k)
+		return d, true
+	}
+	d.Action, d.Message = Action{Type: ActionAddLearner, Ordinal: k}, fmt.Sprintf("adding member %d as a learner (%d of %d members)", k, len(v.ours)+1, o.Desired)
+	return d, true
+}
+
+// scaleDown removes one member at a time, highest ordinal first, then shrinks the StatefulSet.
+func scaleDown(o Observed, v view) (Decision, bool) {
+	if len(v.ours) > o.Desired {
+		m := v.ours[len(v.ours)-1]
+		return removeSafely(v, m, PhaseScaling, fmt.Sprintf("removing %s (%d to %d members)", m.Name, len(v.ours), o.Desired)), true
+	}
+	if o.StatefulSetReplicas > v.replicas {
+		return Decision{Replicas: v.replicas, Phase: PhaseScaling, Message: fmt.Sprintf("shrinking the StatefulSet to %d", v.replicas)}, true
+	}
+	return Decision{}, false
+}
+
+// minorUpgradeFloor is the oldest 3.5 patch release every member must run before the cluster moves to 3.6:
+// older members can bring removed members back as "zombies" and turn voters into learners (etcd's
+// upgrade notes for 3.6).
+const minorUpgradeFloor = "3.5.26"
+
+// roll restarts outdated pods onto the desired template, one at a time, each only when all are healthy:
+// followers first, leader last (leadership is moved away first).
+func roll(o Observed, v view) (Decision, bool) {
+	var outdated []Member
+	for _, m := range v.ours {
+		if p, ok := o.Pods[m.Ordinal]; ok && !p.UpToDate {
+			outdated = append(outdated, m)
+		}
+	}
+	if len(outdated) == 0 {
+		return Decision{}, false
+	}
+	done := len(v.ours) - len(outdated)
+	d := Decision{Replicas: v.replicas, Phase: PhaseUpgrading}
+	if m, ok := belowUpgradeFloor(o.TargetVersion, v.ours); ok {
+		d.Phase = PhaseBlocked
+		d.Message = fmt.Sprintf("not upgrading to %s: %s runs %s, and every member must run %s or later before moving to %s",
+			o.TargetVersion, m.Name, m.Version, minorUpgradeFloor, minorOf(o.TargetVersion))
+		return d, true
+	}
+	for _, m := range v.ours {
+		if p := o.Pods[m.Ordinal]; !p.Ready || p.Terminating || !m.Healthy {
+			d.Message = fmt.Sprintf("upgrading to %s (%d/%d): waiting for every member to be healthy", o.TargetVersion, done, len(v.ours))
+			return d, true
+		}
+	}
+	if !v.allHealthy() {
+		d.Message = fmt.Sprintf("upgrading to %s (%d/%d): waiting for every member to be healthy", o.TargetVersion, done, len(v.ours))
+		return d, true
+	}
+	next := outdated[0]
+	for _, m := range outdated {
+		if !m.Leader {
+			next = m
+			break
+		}
+	}
+	if next.Leader {
+		if to, ok := transferTarget(v.ours, next); ok {
+			d.Action = Action{Type: ActionMoveLeader, Ordinal: to.Ordinal, ID: to.ID}
+			d.Message = fmt.Sprintf("upgrading to %s (%d/%d): moving leadership from %s to %s", o.TargetVersion, done, len(v.ours), next.Name, to.Name)
+			return d, true
+		}
+	}
+	d.Action = Action{Type: ActionDeletePod, Ordinal: next.Ordinal, ID: next.ID}
+	d.Message = fmt.Sprintf("upgrading %s to %s (%d/%d)", next.Name, o.TargetVersion, done+1, len(v.ours))
+	return d, true
+}
+
+// belowUpgradeFloor returns a member that runs a 3.5 release older than minorUpgradeFloor while the target
+// is 3.6 or later.
+func belowUpgradeFloor(target string, ms []Member) (Member, bool) {
+	if !VersionLess(minorOf(minorUpgradeFloor)+".999999", target) {
+		return Member{}, false
+	}
+	for _, m := range ms {
+		if m.Version != "" && minorOf(m.Version) == minorOf(minorUpgradeFloor) && VersionLess(m.Version, minorUpgradeFloor) {
+			return m, true
+		}
+	}
+	return Member{}, false
+}
+
+// stable: nothing to change; waiting while a voter is unhealthy.
+func stable(o Observed, v view) (Decision, bool) {
+	d := Decision{Replicas: v.replicas, Phase: PhaseStable, Message: fmt.Sprintf("%d members", len(v.ours))}
+	if !v.allHealthy() {
+		d.Phase, d.Message = PhaseWaiting, fmt.Sprintf("%d of %d voting members healthy", v.healthyVoters, v.voters)
+	}
+	return d, true
+}
+
+// canLose reports whether quorum survives losing voter m.
+func canLose(v view, m Member) (bool, string) {
+	if m.Learner {
+		return true, ""
+	}
+	remaining := v.healthyVoters
+	if m.Healthy {
+		remaining--
+	}
+	if need := Quorum(v.voters - 1); remaining < need {
+		return false, fmt.Sprintf("removing %s would leave %d healthy of %d voting members; quorum needs %d", m.Name, remaining, v.voters-1, need)
+	}
+	return true, ""
+}
+
+// removeSafely moves leadership away first, then removes; never when quorum would not survive.
+func removeSafely(v view, m Member, phase Phase, why string) Decision {
+	if ok, msg := canLose(v, m); !ok {
+		return Decision{Replicas: v.replicas, Phase: PhaseBlocked, Message: msg}
+	}
+	if m.Leader {
+		if to, ok := transferTarget(v.ours, m); ok {
+			return Decision{Replicas: v.replicas, Action: Action{Type: ActionMoveLeader, Ordinal: to.Ordinal, ID: to.ID}, Phase: phase,
+				Message: fmt.Sprintf("moving leadership from %s to %s before removing it", m.Name, to.Name)}
+		}
+	}
+	return Decision{Replicas: v.replicas, Action: Action{Type: ActionRemove, Ordinal: m.Ordinal, ID: m.ID}, Phase: phase, Message: why}
+}
+
+// promoteLag is how far (in raft entries) a learner may trail the leader and still be promoted; etcd
+// itself refuses promotion until the learner is close enough.
+const promoteLag = 1000
+
+// transferTarget picks the healthy started voter (not from) with the lowest ordinal.
+func transferTarget(ours []Member, from Member) (Member, bool) {
+	for _, m := range ours {
+		if m.ID != from.ID && !m.Learner && m.Started && m.Healthy {
+			return m, true
+		}
+	}
+	return Member{}, false
+}
+
+func nameOr(m Member) string {
+	if m.Name != "" {
+		return m.Name
+	}
+	return fmt.Sprintf("member %d", m.Ordinal)
+}
