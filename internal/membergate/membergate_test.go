@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/seedops/etcd-operator/internal/etcd"
 	"github.com/seedops/etcd-operator/internal/etcdtest"
 	"github.com/seedops/etcd-operator/internal/pki"
 )
@@ -179,7 +180,13 @@ func TestEmptyMemberWaitsForItsPlannedJoin(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+	// etcd refuses a membership change until every member has been connected for a few seconds (as it
+	// does for the operator, which retries such refusals).
 	added, err := cli.MemberAddAsLearner(ctx, []string{c.PeerURL(1)})
+	for etcd.IsTransientRefusal(err) && ctx.Err() == nil {
+		time.Sleep(200 * time.Millisecond)
+		added, err = cli.MemberAddAsLearner(ctx, []string{c.PeerURL(1)})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
