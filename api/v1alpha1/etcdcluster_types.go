@@ -14,14 +14,35 @@ import (
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="bootstrap is immutable: it can only be set when the cluster is created"
 // +kubebuilder:validation:XValidation:rule="!has(self.auth) || !has(self.auth.enabled) || !self.auth.enabled || !has(self.tls) || !has(self.tls.enabled) || self.tls.enabled",message="auth.enabled needs TLS (tls.enabled): the operator and backups authenticate as root with the cluster's client certificate, and passwords must not cross the network in plaintext"
 type EtcdClusterSpec struct {
-	// Version of etcd to run, as X.Y.Z. The image tag is v<version>.
-	// Patch versions may go up or down; minor versions only up, one at a time.
+	// The version rules below, in order: the format; the oldest supported etcd; no major change; no minor
+	// downgrade; no skipped minor; no move to 3.6 from 3.5 before 3.5.26. (Kept out of the field's doc
+	// comment, which becomes the CRD's user-facing description.)
+	//
+	// Oldest supported etcd: 3.5.3. The member probes ask for /health?serializable=true (startup and
+	// liveness probes, internal/resources/statefulset.go), which etcd 3.5 serves only from 3.5.3 on
+	// (etcd-io/etcd#13706, CHANGELOG-3.5 v3.5.3): 3.5.0-3.5.2 ignore the parameter and answer with the
+	// cluster's health, so a minute without quorum would make the kubelet restart every healthy member.
+	// /health?exclude=NOSPACE (etcd-io/etcd#12880) and the AuthStatus RPC the operator reads (spec.auth)
+	// exist from 3.5.0 only, so no 3.4 release qualifies. The other settings the operator passes are older:
+	// ETCD_LISTEN_METRICS_URLS (3.3), ETCD_EXPERIMENTAL_PEER_SKIP_CLIENT_SAN_VERIFICATION (3.4.0), periodic
+	// auto compaction (3.3). The rule's guard is the format rule's own pattern, so a malformed version gets
+	// only the format message (and int() never sees more than 4 digits).
+	//
+	// No 3.6 before 3.5.26: etcd's maintainers require every member to run 3.5.26 or later before a cluster
+	// moves to 3.6 (etcd blog, 2025-12-21, "Avoiding Zombie Cluster Members When Upgrading to etcd v3.6";
+	// etcd-io/etcd#20995): 3.6 reads membership from the v3 store, which releases before 3.5.26 can leave
+	// holding members removed long ago; 3.5.26 repairs that store from the v2 store when it starts.
+
+	// Version of etcd to run, as X.Y.Z, 3.5.3 or later. The image tag is v<version>.
+	// Patch versions may go up or down; minor versions only up, one at a time, and to 3.6 only from 3.5.26 or later.
 	// +required
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|[1-9][0-9]{0,3})[.](0|[1-9][0-9]{0,3})[.](0|[1-9][0-9]{0,3})$')",message="version must be a semantic version X.Y.Z such as 3.5.17 (no 'v' prefix, no suffix)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^(0|[1-9][0-9]{0,3})[.](0|[1-9][0-9]{0,3})[.](0|[1-9][0-9]{0,3})$') || int(self.split('.')[0]) > 3 || (int(self.split('.')[0]) == 3 && (int(self.split('.')[1]) > 5 || (int(self.split('.')[1]) == 5 && int(self.split('.')[2]) >= 3)))",messageExpression="'etcd ' + self + ' is older than 3.5.3, the oldest version the operator supports: its member probes need /health?serializable=true (etcd 3.5.3), which older releases ignore'"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || int(self.split('.')[0]) == int(oldSelf.split('.')[0])",message="changing etcd's major version is not supported"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || int(self.split('.')[0]) != int(oldSelf.split('.')[0]) || int(self.split('.')[1]) >= int(oldSelf.split('.')[1])",messageExpression="'downgrading etcd from ' + oldSelf + ' to ' + self + ' is not supported: etcd cannot roll back a minor version (patch versions of the same minor may go down)'"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || int(self.split('.')[0]) != int(oldSelf.split('.')[0]) || int(self.split('.')[1]) <= int(oldSelf.split('.')[1]) + 1",messageExpression="'upgrading etcd from ' + oldSelf + ' to ' + self + ' skips a minor version: upgrade one minor version at a time (e.g. 3.4 -> 3.5 -> 3.6)'"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || !oldSelf.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || int(self.split('.')[0]) != int(oldSelf.split('.')[0]) || int(self.split('.')[1]) <= int(oldSelf.split('.')[1]) + 1",messageExpression="'upgrading etcd from ' + oldSelf + ' to ' + self + ' skips a minor version: upgrade one minor version at a time (e.g. 3.5 -> 3.6 -> 3.7)'"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^(0|[1-9][0-9]{0,3})[.](0|[1-9][0-9]{0,3})[.](0|[1-9][0-9]{0,3})$') || !oldSelf.matches('^(0|[1-9][0-9]{0,3})[.](0|[1-9][0-9]{0,3})[.](0|[1-9][0-9]{0,3})$') || !(int(oldSelf.split('.')[0]) == 3 && int(oldSelf.split('.')[1]) == 5 && int(oldSelf.split('.')[2]) < 26 && int(self.split('.')[0]) == 3 && int(self.split('.')[1]) == 6)",messageExpression="'upgrading etcd from ' + oldSelf + ' to ' + self + ' is not safe: etcd before 3.5.26 may keep long-removed members in the store 3.6 reads membership from, and they come back as zombie members that make the cluster inoperable; upgrade to 3.5.26 or later first, wait until every member runs it, then move to 3.6'"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="etcd version",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Version string `json:"version"`
 

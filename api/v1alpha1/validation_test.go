@@ -79,6 +79,8 @@ func TestCreateRefusesBadManifests(t *testing.T) {
 		{"pre-release version", "version: 3.5.9-rc.1", semver},
 		{"empty version", "version: ''", semver},
 		{"leading-zero version", "version: 3.05.9", semver},
+		{"etcd 3.4", "version: 3.4.22", "etcd 3.4.22 is older than 3.5.3, the oldest version the operator supports"},
+		{"etcd 3.5 before the serializable health check", "version: 3.5.2", "etcd 3.5.2 is older than 3.5.3, the oldest version the operator supports"},
 		{"replicas 2", "version: 3.5.9\nreplicas: 2", odd},
 		{"replicas 4", "version: 3.5.9\nreplicas: 4", odd},
 		{"replicas 6", "version: 3.5.9\nreplicas: 6", odd},
@@ -125,10 +127,11 @@ func TestCreateRefusesBadManifests(t *testing.T) {
 
 func TestCreateAcceptsGoodManifests(t *testing.T) {
 	cases := map[string]string{
-		"the design's manifest":   design,
-		"version only (defaults)": "version: 3.6.5",
-		"macro schedule":          "version: 3.5.9\nbackupSchedule: '@daily'",
-		"rich cron":               "version: 3.5.9\nbackupSchedule: '*/15 0-6 1,15 JAN-MAR mon-fri'",
+		"the design's manifest":    design,
+		"version only (defaults)":  "version: 3.6.5",
+		"oldest supported version": "version: 3.5.3",
+		"macro schedule":           "version: 3.5.9\nbackupSchedule: '@daily'",
+		"rich cron":                "version: 3.5.9\nbackupSchedule: '*/15 0-6 1,15 JAN-MAR mon-fri'",
 		"every option": `
 version: 3.5.17
 replicas: 5
@@ -179,9 +182,12 @@ func TestUpdateRules(t *testing.T) {
 	}{
 		{"patch upgrade", "version: 3.5.9", "version: 3.5.17", ""},
 		{"patch downgrade", "version: 3.5.17", "version: 3.5.9", ""},
-		{"minor upgrade", "version: 3.5.17", "version: 3.6.0", ""},
+		{"minor upgrade", "version: 3.5.26", "version: 3.6.0", ""},
+		{"minor upgrade from before 3.5.26", "version: 3.5.17", "version: 3.6.0", "upgrade to 3.5.26 or later first"},
+		{"minor upgrade from 3.5.25", "version: 3.5.25", "version: 3.6.16", "upgrading etcd from 3.5.25 to 3.6.16 is not safe"},
+		{"patch downgrade below the supported floor", "version: 3.5.9", "version: 3.5.2", "etcd 3.5.2 is older than 3.5.3"},
 		{"minor downgrade", "version: 3.6.0", "version: 3.5.17", "downgrading etcd from 3.6.0 to 3.5.17 is not supported"},
-		{"skipped minor", "version: 3.4.22", "version: 3.6.0", "upgrading etcd from 3.4.22 to 3.6.0 skips a minor version"},
+		{"skipped minor", "version: 3.5.26", "version: 3.7.0", "upgrading etcd from 3.5.26 to 3.7.0 skips a minor version"},
 		{"major change", "version: 3.5.9", "version: 4.0.0", "changing etcd's major version is not supported"},
 		{"storage grows", "version: 3.5.9\nstorageSize: 10Gi", "version: 3.5.9\nstorageSize: 20Gi", ""},
 		{"storage shrinks", "version: 3.5.9\nstorageSize: 10Gi", "version: 3.5.9\nstorageSize: 9Gi", "storageSize can only grow"},

@@ -96,30 +96,40 @@ func semver(v string) (maj, mnr, patch int, ok bool) {
 	return n[0], n[1], n[2], true
 }
 
-// FuzzVersionRules: the CRD accepts exactly the X.Y.Z versions, and an update exactly when it keeps the
-// major version and moves the minor version by 0 or +1 (etcd's upgrade contract; patches may go down).
+// supported is the reference reading of the oldest etcd the operator runs: 3.5.3 (see the rule's comment
+// in api/v1alpha1/etcdcluster_types.go).
+func supported(maj, mnr, patch int) bool {
+	return maj > 3 || maj == 3 && (mnr > 5 || mnr == 5 && patch >= 3)
+}
+
+// FuzzVersionRules: the CRD accepts exactly the X.Y.Z versions from 3.5.3 on, and an update exactly when
+// the new version is one of those, keeps the major version and moves the minor version by 0 or +1 (etcd's
+// upgrade contract; patches may go down), and does not move to 3.6 from a 3.5 release before 3.5.26 (the
+// zombie-member fix). The Admitter does not ratchet unchanged values as the API server does, so an update
+// that keeps an unsupported version is refused here too.
 func FuzzVersionRules(f *testing.F) {
 	for _, p := range [][2]string{
 		{"3.5.9", "3.5.17"}, {"3.5.17", "3.5.9"}, {"3.5.9", "3.6.0"}, {"3.6.0", "3.5.9"}, {"3.4.0", "3.6.0"},
 		{"3.5.9", "4.0.0"}, {"3.5.9", "v3.5.9"}, {"3.5", "3.5.9"}, {"3.5.9-rc.1", "3.5.9"}, {"03.5.9", "3.5.9"},
 		{"9999.9999.9999", "9999.9999.9999"}, {"10000.0.0", "1.0.0"},
+		{"3.5.25", "3.6.0"}, {"3.5.26", "3.6.0"}, {"3.5.2", "3.5.3"}, {"3.5.9", "3.5.2"}, {"3.4.22", "3.5.3"},
 	} {
 		f.Add(p[0], p[1])
 	}
 	a := clusters(f)
 	f.Fuzz(func(t *testing.T, oldV, newV string) {
 		createErrs := errsOn(a.Create(object("c", map[string]any{"version": newV})), "spec.version")
-		_, _, _, valid := semver(newV)
-		if (len(createErrs) == 0) != valid {
-			t.Fatalf("version %q: CRD accepts=%v, want %v (errors %v)", newV, len(createErrs) == 0, valid, createErrs)
+		nM, nm, np, valid := semver(newV)
+		if want := valid && supported(nM, nm, np); (len(createErrs) == 0) != want {
+			t.Fatalf("version %q: CRD accepts=%v, want %v (errors %v)", newV, len(createErrs) == 0, want, createErrs)
 		}
-		oM, om, _, oldValid := semver(oldV)
+		oM, om, op, oldValid := semver(oldV)
 		if !oldValid || !valid {
 			return
 		}
-		nM, nm, _, _ := semver(newV)
 		updErrs := errsOn(a.Update(object("c", map[string]any{"version": oldV}), object("c", map[string]any{"version": newV})), "spec.version")
-		want := nM == oM && nm >= om && nm <= om+1
+		zombies := oM == 3 && om == 5 && op < 26 && nM == 3 && nm == 6
+		want := supported(nM, nm, np) && nM == oM && nm >= om && nm <= om+1 && !zombies
 		if (len(updErrs) == 0) != want {
 			t.Fatalf("update %s -> %s: CRD accepts=%v, want %v (errors %v)", oldV, newV, len(updErrs) == 0, want, updErrs)
 		}
@@ -165,6 +175,40 @@ func FuzzStorageSizeRule(f *testing.F) {
 			t.Fatalf("update storageSize %s -> %s: CRD accepts=%v, want %v (%v)", oldS, newS, len(updErrs) == 0, want, updErrs)
 		}
 	})
+}
+
+// TestVersionRuleMessages: each refused version gets the one message that explains it; a malformed
+// version gets only the format message, never one of the version rules' messages as well.
+func TestVersionRuleMessages(t *testing.T) {
+	a := clusters(t)
+	const format = "version must be a semantic version X.Y.Z"
+	for _, tc := range []struct{ from, to, want string }{
+		{"", "3.4.22", "etcd 3.4.22 is older than 3.5.3, the oldest version the operator supports"},
+		{"", "3.5.2", "etcd 3.5.2 is older than 3.5.3, the oldest version the operator supports"},
+		{"", "v3.5.2", format},
+		{"", "3.5.02", format},
+		{"", "99999999999999999999.5.2", format},
+		{"3.5.9", "3.5.2", "etcd 3.5.2 is older than 3.5.3"},
+		{"3.5.25", "3.6.0", "upgrading etcd from 3.5.25 to 3.6.0 is not safe"},
+		{"3.5.25", "3.6.0", "upgrade to 3.5.26 or later first"},
+		{"3.5.25", "v3.6.0", format},
+		{"3.5.25", "3.6.00", format},
+	} {
+		var errs field.ErrorList
+		if tc.from == "" {
+			errs = a.Create(object("c", map[string]any{"version": tc.to}))
+		} else {
+			errs = a.Update(object("c", map[string]any{"version": tc.from}), object("c", map[string]any{"version": tc.to}))
+		}
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want) {
+			t.Errorf("%q -> %q: errors %v, want exactly one containing %q", tc.from, tc.to, errs, tc.want)
+		}
+	}
+	for _, tc := range [][2]string{{"3.5.26", "3.6.0"}, {"3.5.35", "3.6.16"}, {"3.5.2", "3.5.3"}, {"3.6.0", "3.6.1"}} {
+		if errs := a.Update(object("c", map[string]any{"version": tc[0]}), object("c", map[string]any{"version": tc[1]})); len(errs) > 0 {
+			t.Errorf("%s -> %s refused: %v", tc[0], tc[1], errs)
+		}
+	}
 }
 
 // TestAdmitterMatchesKnownCases pins the in-process evaluation to a few verdicts the envtest suite proves
