@@ -40,6 +40,9 @@ type Cluster struct {
 	// with client certificate authentication, from these files (which tests may rewrite to rotate).
 	TLS *TLSFiles
 
+	// Env is extra ETCD_* configuration every member starts with (as a pod's environment).
+	Env map[string]string
+
 	mu    sync.Mutex
 	ports map[int][2]int // ordinal -> peer, client
 	procs map[int]*proc
@@ -130,6 +133,10 @@ func (c *Cluster) Start(i int, initialCluster, state string) error {
 			"--peer-trusted-ca-file", t.CA, "--peer-client-cert-auth")
 	}
 	cmd := exec.Command(c.Bin, args...)
+	cmd.Env = os.Environ()
+	for k, v := range c.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

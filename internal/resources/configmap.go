@@ -52,7 +52,7 @@ func configData(c *etcdv1alpha1.EtcdCluster, mc MemberConfig) map[string]string 
 		"ETCD_AUTO_COMPACTION_RETENTION": "1h",
 	}
 	if TLSEnabled(c) {
-		maps.Copy(data, tlsConfigEnv())
+		maps.Copy(data, tlsConfigEnv(c))
 		// With the cluster's own CA, only its members hold a peer certificate, so etcd's extra check that
 		// a peer's address reverse-resolves to a name in its certificate adds nothing; and a joining
 		// member's address has no such record until its endpoint is published, so with the check every

@@ -107,7 +107,7 @@ func LeafCertificates(c *etcdv1alpha1.EtcdCluster, o Options) []LeafCertificate 
 			CommonName: c.Name + "-server", DNSNames: server, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
 			Usage: pki.ServerAndClient, Validity: validity}},
 		{Name: CertPeer, SecretName: PeerSecretName(c), Request: pki.Request{
-			CommonName: c.Name + "-peer", DNSNames: members, Usage: pki.ServerAndClient, Validity: validity}},
+			CommonName: PeerCommonName(c), DNSNames: members, Usage: pki.ServerAndClient, Validity: validity}},
 		{Name: CertClient, SecretName: ClientSecretName(c), Request: pki.Request{
 			CommonName: ClientCommonName, Usage: pki.ClientOnly, Validity: validity}},
 	}
@@ -123,10 +123,17 @@ func TLSSecret(c *etcdv1alpha1.EtcdCluster, name string, certPEM, keyPEM, caPEM 
 		WithData(map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM, CAKey: caPEM})
 }
 
+// PeerCommonName is the common name of the cluster's peer certificate; the peer port accepts no other.
+func PeerCommonName(c *etcdv1alpha1.EtcdCluster) string { return c.Name + "-peer" }
+
 // tlsConfigEnv is etcd's TLS configuration: client and peer listeners over TLS, both requiring a
 // certificate signed by the cluster's CA. The metrics listener stays plain HTTP for the kubelet's probes.
-func tlsConfigEnv() map[string]string {
+// The peer port accepts only the peer certificate's common name: the client and server certificates come
+// from the same CA and carry client usage, and without the check a client's certificate (root's) would
+// open the raft and member endpoints to any holder (with the operator's own CA the address check is off).
+func tlsConfigEnv(c *etcdv1alpha1.EtcdCluster) map[string]string {
 	return map[string]string{
+		"ETCD_PEER_CERT_ALLOWED_CN":  PeerCommonName(c),
 		"ETCD_CERT_FILE":             serverTLSMountPath + "/" + corev1.TLSCertKey,
 		"ETCD_KEY_FILE":              serverTLSMountPath + "/" + corev1.TLSPrivateKeyKey,
 		"ETCD_TRUSTED_CA_FILE":       serverTLSMountPath + "/" + CAKey,

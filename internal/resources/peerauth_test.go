@@ -1,0 +1,111 @@
+package resources_test
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/etcdtest"
+	"github.com/seedops/etcd-operator/internal/pki"
+	"github.com/seedops/etcd-operator/internal/resources"
+)
+
+// TestPeerPortRefusesClientCertificates runs a real etcd member with the operator's TLS configuration and
+// certificates issued as the operator issues them: the peer port serves the peer certificate and refuses
+// the client (root) and server certificates, although the cluster's CA signed all three.
+func TestPeerPortRefusesClientCertificates(t *testing.T) {
+	bin, err := etcdtest.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "peerauth", Namespace: "ns", UID: "u"},
+		Spec: etcdv1alpha1.EtcdClusterSpec{Version: "3.5.35", TLS: etcdv1alpha1.TLSSpec{Enabled: ptr.To(true)}}}
+	now := time.Now()
+	ca, _, err := pki.NewCA("peerauth-ca", time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM := ca.CertPEM
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pairs := map[string]tls.Certificate{}
+	files := &etcdtest.TLSFiles{CA: write("ca.crt", caPEM)}
+	for _, leaf := range resources.LeafCertificates(c, resources.DefaultOptions()) {
+		req := leaf.Request
+		req.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)} // the local member's address
+		certPEM, keyPEM, err := ca.Issue(req, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pairs[leaf.Name], err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
+			t.Fatal(err)
+		}
+		crt, key := write(leaf.Name+".crt", certPEM), write(leaf.Name+".key", keyPEM)
+		switch leaf.Name {
+		case resources.CertServer:
+			files.ServerCert, files.ServerKey = crt, key
+		case resources.CertPeer:
+			files.PeerCert, files.PeerKey = crt, key
+		}
+	}
+
+	m := etcdtest.New(c.Name, filepath.Join(dir, "data"), bin)
+	m.TLS = files
+	m.Env = map[string]string{}
+	for k, v := range resources.ConfigMap(c, resources.BootstrapConfig(c, 1, resources.DefaultOptions())).Data {
+		if strings.HasPrefix(k, "ETCD_PEER_CERT_ALLOWED") {
+			m.Env[k] = v
+		}
+	}
+	if len(m.Env) == 0 {
+		t.Fatal("the operator's configuration restricts no peer certificate")
+	}
+	t.Cleanup(m.Close)
+	if err := m.Start(0, m.MemberName(0)+"="+m.PeerURL(0), "new"); err != nil {
+		t.Fatal(err)
+	}
+
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	get := func(cert tls.Certificate) error {
+		cl := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+			RootCAs: roots, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}}
+		resp, err := cl.Get(m.PeerURL(0) + "/members")
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return &http.ProtocolError{ErrorString: resp.Status}
+		}
+		return nil
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for err := get(pairs[resources.CertPeer]); err != nil; err = get(pairs[resources.CertPeer]) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the peer certificate is refused on the peer port: %v\n%s", err, m.Log(0))
+		}
+		time.Sleep(100 * time.Millisecond) // the member is starting
+	}
+	for _, name := range []string{resources.CertClient, resources.CertServer} {
+		if err := get(pairs[name]); err == nil {
+			t.Errorf("the %s certificate is accepted on the peer port", name)
+		}
+	}
+}
