@@ -1,6 +1,9 @@
 package resources
 
 import (
+	"strconv"
+	"strings"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -17,9 +20,10 @@ const etcdUID = 65532
 
 // StatefulSet builds the members' StatefulSet with the given number of replicas (the controller decides
 // the count, because membership changes go one member at a time). A non-nil restore adds the init
-// container that restores each bootstrapping member from that snapshot. memberGate adds the init
-// container that decides whether etcd may start on the member's data (it runs first); the controller
-// decides it per cluster, because adding it to a running cluster's template would restart every member.
+// container that restores each bootstrapping member from that snapshot. memberGate selects the current
+// member template: the init container that decides whether etcd may start on the member's data (it runs
+// first), and readiness that a learner does not pass. The controller decides it per cluster, because
+// changing a running cluster's template on its own would restart every member.
 func StatefulSet(c *etcdv1alpha1.EtcdCluster, replicas int32, o Options, restore *RestoreSource, memberGate bool) *appsv1ac.StatefulSetApplyConfiguration {
 	return appsv1ac.StatefulSet(StatefulSetName(c), c.Namespace).
 		WithLabels(Labels(c, ComponentEtcd)).
@@ -72,7 +76,7 @@ func podTemplate(c *etcdv1alpha1.EtcdCluster, o Options, restore *RestoreSource,
 			WithFSGroup(etcdUID).
 			WithFSGroupChangePolicy(corev1.FSGroupChangeOnRootMismatch).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
-		WithContainers(etcdContainer(c, o))
+		WithContainers(etcdContainer(c, o, memberGate && readyzChecksLearners(c.Spec.Version)))
 	if TLSEnabled(c) {
 		spec.WithVolumes(secretVolume(serverTLSVolume, ServerSecretName(c)), secretVolume(peerTLSVolume, PeerSecretName(c)))
 	}
@@ -106,7 +110,15 @@ func podTemplate(c *etcdv1alpha1.EtcdCluster, o Options, restore *RestoreSource,
 	return tpl
 }
 
-func etcdContainer(c *etcdv1alpha1.EtcdCluster, o Options) *corev1ac.ContainerApplyConfiguration {
+// etcdContainer builds the etcd container. With learnerAwareReadiness a pod is Ready only when its member
+// votes (etcd's /readyz includes a "non_learner" check): a learner serves no client request ("rpc not
+// supported for learner"), so the client Service must not route to it and the PodDisruptionBudget must
+// not count it as one of the members quorum rests on.
+func etcdContainer(c *etcdv1alpha1.EtcdCluster, o Options, learnerAwareReadiness bool) *corev1ac.ContainerApplyConfiguration {
+	readiness := healthProbe("/health", 5, 3)
+	if learnerAwareReadiness {
+		readiness = healthProbe("/readyz", 5, 3)
+	}
 	host := "$(POD_NAME)." + PeerServiceName(c) + ".$(POD_NAMESPACE).svc." + o.ClusterDomain
 	ctr := corev1ac.Container().
 		WithName("etcd").
@@ -134,7 +146,7 @@ func etcdContainer(c *etcdv1alpha1.EtcdCluster, o Options) *corev1ac.ContainerAp
 		// quorum does not make the kubelet kill healthy members; readiness needs quorum.
 		WithStartupProbe(healthProbe("/health?serializable=true", 10, 60)).
 		WithLivenessProbe(healthProbe("/health?exclude=NOSPACE&serializable=true", 10, 6)).
-		WithReadinessProbe(healthProbe("/health", 5, 3)).
+		WithReadinessProbe(readiness).
 		WithSecurityContext(corev1ac.SecurityContext().
 			WithAllowPrivilegeEscalation(false).
 			WithReadOnlyRootFilesystem(true).
@@ -146,6 +158,22 @@ func etcdContainer(c *etcdv1alpha1.EtcdCluster, o Options) *corev1ac.ContainerAp
 			corev1ac.VolumeMount().WithName(peerTLSVolume).WithMountPath(peerTLSMountPath).WithReadOnly(true))
 	}
 	return ctr
+}
+
+// readyzChecksLearners reports whether etcd's /readyz fails on a learner: from 3.5.19 (backported) and in
+// every 3.6 and later release.
+func readyzChecksLearners(version string) bool {
+	parts := strings.SplitN(version, ".", 3)
+	if len(parts) != 3 {
+		return false
+	}
+	major, errMajor := strconv.Atoi(parts[0])
+	minor, errMinor := strconv.Atoi(parts[1])
+	patch, errPatch := strconv.Atoi(parts[2])
+	if errMajor != nil || errMinor != nil || errPatch != nil {
+		return false
+	}
+	return major > 3 || major == 3 && (minor > 5 || minor == 5 && patch >= 19)
 }
 
 func fieldEnv(name, path string) *corev1ac.EnvVarApplyConfiguration {
