@@ -90,14 +90,19 @@ func (r *EtcdClusterReconciler) rootPassword(ctx context.Context, c *etcdv1alpha
 	err := reader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, secret)
 	switch {
 	case err == nil:
-		if p := secret.Data[rootPasswordKey]; len(p) > 0 {
-			return string(p), nil
-		}
-		return "", waitError{fmt.Errorf("Secret %s has no %q key for the root password", name, rootPasswordKey), authRetry}
+		return passwordIn(secret)
 	case !apierrors.IsNotFound(err):
 		return "", err
 	case c.Spec.Auth.RootPasswordSecretName != "":
 		return "", waitError{fmt.Errorf("root password Secret %s named by spec.auth.rootPasswordSecretName not found", name), authRetry}
+	}
+	// Not in the cache, which holds only labelled Secrets: create it only if the API server has none either.
+	existing, err := r.liveSecret(ctx, c, name, "root's etcd password", "leave it no longer matching the password etcd has for root")
+	if err != nil {
+		return "", err
+	}
+	if existing != nil { // the cache is behind
+		return passwordIn(existing)
 	}
 	buf := make([]byte, 24)
 	if _, err := rand.Read(buf); err != nil {
@@ -113,6 +118,14 @@ func (r *EtcdClusterReconciler) rootPassword(ctx context.Context, c *etcdv1alpha
 		return "", fmt.Errorf("create root password Secret %s: %w", name, err)
 	}
 	return password, nil
+}
+
+// passwordIn reads the root password from its Secret.
+func passwordIn(secret *corev1.Secret) (string, error) {
+	if p := secret.Data[rootPasswordKey]; len(p) > 0 {
+		return string(p), nil
+	}
+	return "", waitError{fmt.Errorf("Secret %s has no %q key for the root password", secret.Name, rootPasswordKey), authRetry}
 }
 
 // sortedClientURLs are the member pods' client URLs in a stable order.

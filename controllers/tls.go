@@ -29,7 +29,15 @@ const (
 	ReasonCertificateIssued  = "CertificateIssued"
 	ReasonCertificateRenewed = "CertificateRenewed"
 	ReasonTLSRefused         = "TLSRefused"
+	// ReasonSecretNotManaged: a Secret the operator would create (the CA, the root password) already
+	// exists without the operator's managed-by label; it is left untouched and the phase stops.
+	ReasonSecretNotManaged = "SecretNotManaged"
 )
+
+// unmanagedSecretRetry is how often a Secret left alone for lack of the operator's label is looked at
+// again: relabelling it brings it into the cache, but a Secret without the cluster's owner reference
+// sends no event.
+const unmanagedSecretRetry = 15 * time.Second
 
 // tlsObservation is what the controller saw of a cluster's certificates.
 type tlsObservation struct {
@@ -41,8 +49,10 @@ type tlsObservation struct {
 	caSecret *corev1.Secret
 	// leaves are the server, peer and client certificate Secrets, by Secret name (absent: not issued).
 	leaves map[string]*corev1.Secret
-	// clientConfig authenticates the operator to the members; nil until the client certificate exists.
+	// clientConfig authenticates the operator to the members; nil until the client certificate exists,
+	// or with clientErr saying why its Secret cannot be used.
 	clientConfig *tls.Config
+	clientErr    error
 	// refusal says why the TLS setting cannot be applied (the running members disagree with the spec).
 	refusal string
 }
@@ -59,6 +69,41 @@ func (e tlsRefusal) Error() string { return e.msg }
 type waitError struct {
 	error
 	after time.Duration
+}
+
+func (e waitError) Unwrap() error { return e.error }
+
+// unmanagedSecret stops a phase that would create one of the Secrets the cluster relies on (its CA, root's
+// password) because a Secret of that name exists without the operator's managed-by label. The operator's
+// cache holds only labelled Secrets, so such a Secret looks missing there; creating it anew would replace
+// the CA every certificate chains to, or a password etcd already holds. Status reports it under
+// ReasonSecretNotManaged.
+type unmanagedSecret struct{ msg string }
+
+func (e unmanagedSecret) Error() string { return e.msg }
+
+// liveSecret reads Secret name from the API server, for a phase about to create it: the cache holds only
+// Secrets with the operator's managed-by label, so a miss there (the label removed, the cache not synced
+// yet) is no proof that none exists. It returns the Secret when it carries the label (the cache was behind),
+// nil when there is none, and an unmanagedSecret error, with a Warning event, when one exists without the
+// label: that Secret is left untouched. holds says what the Secret keeps, lost what replacing it would break.
+func (r *EtcdClusterReconciler) liveSecret(ctx context.Context, c *etcdv1alpha1.EtcdCluster, name, holds, lost string) (*corev1.Secret, error) {
+	s := &corev1.Secret{}
+	if err := r.liveReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read Secret %s: %w", name, err)
+	}
+	if s.Labels[resources.LabelManagedBy] == resources.ManagedBy {
+		return s, nil
+	}
+	msg := fmt.Sprintf("Secret %s exists without the label %s=%s, so the operator left it untouched: it may hold %s, "+
+		"and replacing it would %s. If it is this cluster's, restore the label (kubectl label secret -n %s %s %s=%s); "+
+		"if not, move it out of the way so the operator can create its own",
+		name, resources.LabelManagedBy, resources.ManagedBy, holds, lost, c.Namespace, name, resources.LabelManagedBy, resources.ManagedBy)
+	r.Recorder.Eventf(c, s, corev1.EventTypeWarning, ReasonSecretNotManaged, "Refuse", "%s", msg)
+	return nil, waitError{unmanagedSecret{msg}, unmanagedSecretRetry}
 }
 
 // statefulSetServesTLS reports whether the members of an existing StatefulSet were started with TLS.
@@ -146,7 +191,10 @@ func (r *EtcdClusterReconciler) observeTLS(ctx context.Context, c *etcdv1alpha1.
 		}
 	}
 	if s := t.leaves[resources.ClientSecretName(c)]; s != nil {
-		t.clientConfig, _ = etcd.ClientTLSConfig(s.Data[resources.CAKey], s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey])
+		if t.clientConfig, err = etcd.ClientTLSConfig(s.Data[resources.CAKey], s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]); err != nil {
+			t.clientErr = fmt.Errorf("the client certificate Secret %s cannot be used (keys %s, %s, %s): %w; "+
+				"delete it and the operator issues a new one", s.Name, resources.CAKey, corev1.TLSCertKey, corev1.TLSPrivateKeyKey, err)
+		}
 	}
 	return t, nil
 }
@@ -167,6 +215,18 @@ func (r *EtcdClusterReconciler) reconcileTLS(ctx context.Context, c *etcdv1alpha
 	}
 	now := time.Now()
 	ca := t.ca
+	if ca == nil { // the operator's CA, not in the cache
+		existing, err := r.liveSecret(ctx, c, resources.CASecretName(c), "the CA every member and client certificate of the cluster chains to",
+			"make every certificate of the cluster stop verifying")
+		if err != nil {
+			return err
+		}
+		if existing != nil { // the cache is behind: sign with the CA the API server has
+			if ca, err = pki.ParseCA(existing.Data[corev1.TLSCertKey], existing.Data[corev1.TLSPrivateKeyKey]); err != nil {
+				return fmt.Errorf("CA Secret %s (keys tls.crt, tls.key): %w", existing.Name, err)
+			}
+		}
+	}
 	if ca == nil { // the operator's CA, not created yet
 		var keyPEM []byte
 		var err error
