@@ -265,6 +265,32 @@ func restoreLocation(src *resources.RestoreSource) string {
 	return "pvc://" + src.Destination.PVC.ClaimName + "/" + src.Key
 }
 
+// restoredEveryMember reports evidence that every member pod restored the snapshot: each one's restore init
+// container finished and reported a restore (not "data already there"). Without it, status never claims a
+// restore happened.
+func restoredEveryMember(pods []corev1.Pod) bool {
+	if len(pods) == 0 {
+		return false
+	}
+	for i := range pods {
+		restored := false
+		for _, cs := range pods[i].Status.InitContainerStatuses {
+			t := cs.State.Terminated
+			if cs.Name != resources.RestoreContainerName || t == nil || t.ExitCode != 0 {
+				continue
+			}
+			var res struct {
+				Restored bool `json:"restored"`
+			}
+			restored = json.Unmarshal([]byte(strings.TrimSpace(t.Message)), &res) == nil && res.Restored
+		}
+		if !restored {
+			return false
+		}
+	}
+	return true
+}
+
 // restoreFailure returns why a member's restore init container failed, if one did.
 func restoreFailure(pods []corev1.Pod) string {
 	for i := range pods {

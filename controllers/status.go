@@ -173,9 +173,6 @@ func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.De
 		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonWaiting, d.Message)
 	case len(applied) > 0:
 		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonApplying, "applied "+strings.Join(applied, ", ")+"; waiting for the members to follow")
-	case obs.reachable && s.CurrentVersion != "" && s.CurrentVersion != c.Spec.Version:
-		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonUpgrading,
-			fmt.Sprintf("members run %s; the spec asks for %s", s.CurrentVersion, c.Spec.Version))
 	case int32(len(obs.pods)) != c.Spec.Replicas:
 		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonScaling,
 			fmt.Sprintf("%d of %d member pods exist", len(obs.pods), c.Spec.Replicas))
@@ -221,7 +218,8 @@ func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.De
 		set(etcdv1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonAsExpected, "no problems observed")
 	}
 
-	if obs.restore != nil && s.RestoredFrom == "" && meta.IsStatusConditionTrue(s.Conditions, etcdv1alpha1.ConditionAvailable) {
+	if obs.restore != nil && s.RestoredFrom == "" && meta.IsStatusConditionTrue(s.Conditions, etcdv1alpha1.ConditionAvailable) &&
+		restoredEveryMember(obs.pods) {
 		s.RestoredFrom = restoreLocation(obs.restore)
 	}
 	backupStatus(&s, c, obs.backups, now)

@@ -126,12 +126,10 @@ func TestComputeStatusProgressingFromTheFirstReconcileOfAChange(t *testing.T) {
 		t.Errorf("the reconcile that applied the change: Progressing %s/%s (%s)", got.Status, got.Reason, got.Message)
 	}
 
-	for id := range obs.healthy {
-		obs.statuses[id] = etcd.EndpointStatus{Version: "3.5.34"}
-	}
-	s = computeStatus(c, obs, stable, nil, nil, now)
+	// The next reconcile sees the pods on the old template: the roll's phase reports it.
+	s = computeStatus(c, obs, membership.Decision{Phase: membership.PhaseUpgrading, Message: "upgrading c-1 to 3.5.35 (1/3)"}, nil, nil, now)
 	if got := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionProgressing); got.Status != metav1.ConditionTrue || got.Reason != ReasonUpgrading {
-		t.Errorf("members still on the old version: Progressing %s/%s (%s)", got.Status, got.Reason, got.Message)
+		t.Errorf("members still on the old template: Progressing %s/%s (%s)", got.Status, got.Reason, got.Message)
 	}
 
 	for id := range obs.healthy {

@@ -369,6 +369,35 @@ func TestRestoreLeavesAnExistingMemberAlone(t *testing.T) {
 	}
 }
 
+// TestRestoreRefusesAnotherClustersData: a cluster deleted and recreated under its name with a restore
+// finds the old members' claims retained; the restore must not start them on that data.
+func TestRestoreRefusesAnotherClustersData(t *testing.T) {
+	src := startCluster(t, "source", 1)
+	client(t, src, 1)
+	store := dirStore(t)
+	res, err := backup.Run(context.Background(), zaptest.NewLogger(t), store, backup.RunConfig{
+		Endpoint: src.ClientURL(0), Namespace: "ns", Cluster: "source", Kind: backup.KindOnDemand, StagingDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dataDir := filepath.Join(t.TempDir(), "data")
+	cfg := backup.RestoreConfig{Key: res.Key, DataDir: dataDir, Name: "m-0", PeerURL: "http://127.0.0.1:2380",
+		InitialCluster: "m-0=http://127.0.0.1:2380", InitialClusterToken: "ns/m/first-uid"}
+	if _, restored, err := backup.Restore(context.Background(), zaptest.NewLogger(t), store, cfg); err != nil || !restored {
+		t.Fatalf("first restore: restored=%v err=%v", restored, err)
+	}
+	// The same cluster's member restarting: its data is its own.
+	if _, restored, err := backup.Restore(context.Background(), zaptest.NewLogger(t), store, cfg); err != nil || restored {
+		t.Fatalf("restart of the restored member: restored=%v err=%v, want a no-op", restored, err)
+	}
+	// The cluster recreated under the same name (new UID, so a new token) over the retained claim.
+	cfg.InitialClusterToken = "ns/m/second-uid"
+	if _, restored, err := backup.Restore(context.Background(), zaptest.NewLogger(t), store, cfg); !errors.Is(err, backup.ErrForeignData) || restored {
+		t.Fatalf("restore over another cluster's member: restored=%v err=%v, want ErrForeignData", restored, err)
+	}
+}
+
 func TestS3OverTLSTrustsOnlyTheGivenCA(t *testing.T) {
 	bin, err := s3test.Binary()
 	if err != nil {

@@ -16,8 +16,12 @@ import (
 	"strconv"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/types"
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/membership"
 	"go.uber.org/zap"
+
+	"github.com/seedops/etcd-operator/internal/membergate"
 )
 
 // Kinds of backups: scheduled ones are pruned to the retention count; on-demand ones are kept until a
@@ -166,6 +170,31 @@ func Prune(ctx context.Context, store Store, prefix, cluster string, keep int) (
 	return deleted, nil
 }
 
+// ErrForeignData: the data directory holds a member that this restore did not create (a claim kept from a
+// deleted cluster of the same name, say). Starting on it would bring the old data back as if restored.
+var ErrForeignData = errors.New("the data directory holds another cluster's member")
+
+// ownData checks that the member in cfg.DataDir is the one this restore creates: etcd derives a member's ID
+// from its peer URLs and the initial cluster token (which names the cluster object's UID), so a member
+// restored for this cluster, then restarted, has exactly that ID; any other member's data is refused.
+func ownData(cfg RestoreConfig) error {
+	urls, err := types.NewURLs([]string{cfg.PeerURL})
+	if err != nil {
+		return err
+	}
+	want := uint64(membership.NewMember(cfg.Name, urls, cfg.InitialClusterToken, nil).ID)
+	md, ok, err := membergate.ReadWALMetadata(membergate.WALDir(cfg.DataDir))
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: its log cannot be read (%v)", ErrForeignData, err)
+	case !ok:
+		return fmt.Errorf("%w: it has data but no log", ErrForeignData)
+	case md.MemberID != want:
+		return fmt.Errorf("%w: member %x, where this cluster's restored member is %x; delete the claim to restore onto an empty volume", ErrForeignData, md.MemberID, want)
+	}
+	return nil
+}
+
 // RestoreConfig restores one member's data directory from a stored snapshot.
 type RestoreConfig struct {
 	Key string
@@ -185,7 +214,7 @@ type RestoreConfig struct {
 // directory appears complete or not at all.
 func Restore(ctx context.Context, lg *zap.Logger, store Store, cfg RestoreConfig) (Info, bool, error) {
 	if _, err := os.Stat(filepath.Join(cfg.DataDir, "member")); err == nil {
-		return Info{}, false, nil
+		return Info{}, false, ownData(cfg)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return Info{}, false, err
 	}

@@ -1,0 +1,40 @@
+package controllers
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/seedops/etcd-operator/internal/resources"
+)
+
+// TestRestoredEveryMember: status reports a restore only on every member's own word that it restored.
+func TestRestoredEveryMember(t *testing.T) {
+	pod := func(exit int32, msg string) corev1.Pod {
+		p := corev1.Pod{}
+		p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: resources.MemberGateContainerName,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}}}
+		if msg != "" {
+			p.Status.InitContainerStatuses = append(p.Status.InitContainerStatuses, corev1.ContainerStatus{Name: resources.RestoreContainerName,
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exit, Message: msg}}})
+		}
+		return p
+	}
+	restored := `{"restored":true,"location":"pvc://b/k","revision":7}`
+	kept := `{"restored":false,"reason":"data directory already holds a member"}`
+	for _, tc := range []struct {
+		name string
+		pods []corev1.Pod
+		want bool
+	}{
+		{"no pods", nil, false},
+		{"every member restored", []corev1.Pod{pod(0, restored), pod(0, restored), pod(0, restored)}, true},
+		{"one member started on data it found", []corev1.Pod{pod(0, restored), pod(0, kept), pod(0, restored)}, false},
+		{"one restore failed", []corev1.Pod{pod(0, restored), pod(1, `{"error":"stale"}`), pod(0, restored)}, false},
+		{"one restore still running", []corev1.Pod{pod(0, restored), pod(0, "")}, false},
+	} {
+		if got := restoredEveryMember(tc.pods); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
