@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -22,6 +23,14 @@ import (
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
+
+// ReasonJobNotOwned: a Job of the backup's name exists that the EtcdBackup does not control (left from a
+// deleted EtcdBackup of the same name, or someone else's); it is neither adopted nor reported.
+const ReasonJobNotOwned = "JobNotOwned"
+
+// jobNotOwnedRetry is how often a backup blocked by another's Job looks again; the Job's deletion usually
+// brings it back sooner (events of a Job owned by an EtcdBackup of this name reach this one).
+const jobNotOwnedRetry = 30 * time.Second
 
 // EtcdBackupReconciler runs on-demand backups: one Job per EtcdBackup, with the same pod as the scheduled
 // backups, and the Job's result copied into the EtcdBackup's status. Succeeded and Failed are final.
@@ -54,6 +63,10 @@ func (r *EtcdBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	err := r.reconcile(ctx, b)
 	if perr := r.patchStatus(ctx, before, b); perr != nil && err == nil {
 		err = perr
+	}
+	var wait waitError
+	if errors.As(err, &wait) {
+		return ctrl.Result{RequeueAfter: wait.after}, nil
 	}
 	return ctrl.Result{}, err
 }
@@ -99,6 +112,22 @@ func (r *EtcdBackupReconciler) reconcile(ctx context.Context, b *etcdv1alpha1.Et
 	}
 	if err != nil {
 		return err
+	}
+	if !metav1.IsControlledBy(job, b) {
+		// Not this EtcdBackup's Job: most likely the Job of a deleted EtcdBackup of the same name, which the
+		// garbage collector has not removed yet. Its result is that backup's, never this one's.
+		owner := "it has no controller"
+		if ref := metav1.GetControllerOf(job); ref != nil {
+			owner = fmt.Sprintf("its controller is %s %s, UID %s", ref.Kind, ref.Name, ref.UID)
+		}
+		msg := fmt.Sprintf("Job %s exists but is not this EtcdBackup's (%s; this EtcdBackup's UID is %s), so its result "+
+			"is not reported as this backup's: it may be left from a deleted EtcdBackup of the same name. "+
+			"The backup starts once that Job is gone (delete it, or wait for the garbage collector)", job.Name, owner, b.UID)
+		if b.Status.Error != msg {
+			r.Recorder.Eventf(b, job, corev1.EventTypeWarning, ReasonJobNotOwned, "Backup", "%s", msg)
+		}
+		b.Status.Error = msg
+		return waitError{errors.New(msg), jobNotOwnedRetry}
 	}
 	if b.Status.JobName == "" { // status lost after the Job was created
 		b.Status.JobName, b.Status.Destination = job.Name, &dest

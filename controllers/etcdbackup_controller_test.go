@@ -10,9 +10,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	"github.com/seedops/etcd-operator/internal/backup"
@@ -138,6 +140,51 @@ var _ = Describe("Backups", func() {
 			g.Expect(get(ctx, b)).To(Succeed())
 			g.Expect(b.Status.Phase).To(Equal(etcdv1alpha1.BackupFailed))
 			g.Expect(b.Status.Error).To(ContainSubstring("context deadline exceeded"))
+		}, timeout, interval).Should(Succeed())
+	})
+
+	It("never takes a finished Job of its name that another EtcdBackup owns for its own", func() {
+		c := newCluster(watchedNS)
+		createAndSettle(ctx, c)
+		name := "nightly-" + c.Name
+		// The Job of a deleted EtcdBackup of the same name, which succeeded and is not collected yet.
+		gone := newBackup(c, name)
+		gone.UID = "00000000-0000-0000-0000-00000000dead"
+		Expect(k8sClient.Apply(ctx, resources.BackupJob(c, gone, resources.DefaultOptions()), client.FieldOwner("old-operator"))).To(Succeed())
+		stale := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: resources.BackupJobName(gone), Namespace: c.Namespace}}
+		Expect(get(ctx, stale)).To(Succeed())
+		staleKey := "etcd-a/" + c.Name + "/on-demand/" + c.Name + "-20261122T010000Z-r3.db"
+		finishJob(ctx, stale, true, resultJSON(staleKey, 3))
+
+		b := newBackup(c, name)
+		Expect(k8sClient.Create(ctx, b)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(get(ctx, b)).To(Succeed())
+			g.Expect(b.Status.Error).To(And(ContainSubstring("Job "+stale.Name+" exists but is not this EtcdBackup's"),
+				ContainSubstring(string(gone.UID))))
+		}, timeout, interval).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(get(ctx, b)).To(Succeed())
+			g.Expect(b.Status.Phase).To(Equal(etcdv1alpha1.BackupPending))
+			g.Expect(b.Status.Key).To(BeEmpty(), "another backup's snapshot is not this one's")
+			g.Expect(b.Status.JobName).To(BeEmpty())
+		}, 2*time.Second, interval).Should(Succeed())
+		Expect(get(ctx, stale)).To(Succeed())
+		Expect(stale.OwnerReferences).To(ConsistOf(HaveField("UID", gone.UID)), "the other backup's Job is not adopted")
+		events := &eventsv1.EventList{}
+		Expect(k8sClient.List(ctx, events, client.InNamespace(c.Namespace))).To(Succeed())
+		Expect(events.Items).To(ContainElement(And(HaveField("Regarding.UID", b.UID), HaveField("Type", corev1.EventTypeWarning),
+			HaveField("Reason", ReasonJobNotOwned))))
+
+		// Once the stale Job is gone, the backup runs a Job of its own.
+		Expect(k8sClient.Delete(ctx, stale, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		Eventually(func(g Gomega) {
+			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: resources.BackupJobName(b), Namespace: b.Namespace}}
+			g.Expect(get(ctx, job)).To(Succeed())
+			g.Expect(metav1.IsControlledBy(job, b)).To(BeTrue())
+			g.Expect(get(ctx, b)).To(Succeed())
+			g.Expect(b.Status.JobName).To(Equal(job.Name))
+			g.Expect(b.Status.Error).To(BeEmpty())
 		}, timeout, interval).Should(Succeed())
 	})
 
