@@ -257,9 +257,11 @@ var _ = Describe("Backups", func() {
 
 		set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: resources.StatefulSetName(c), Namespace: c.Namespace}}
 		Eventually(func() error { return get(ctx, set) }, timeout, interval).Should(Succeed())
-		Expect(set.Spec.Template.Spec.InitContainers).To(ConsistOf(And(
-			HaveField("Name", resources.RestoreContainerName),
-			HaveField("Args", ContainElements("restore", "--key=etcd-a/old/on-demand/old-20261122T020000Z-r5.db", "--pvc-claim=old-backups")))))
+		// The member gate runs first (a new cluster's template has it), then the restore.
+		Expect(set.Spec.Template.Spec.InitContainers).To(HaveExactElements(
+			HaveField("Name", resources.MemberGateContainerName),
+			And(HaveField("Name", resources.RestoreContainerName),
+				HaveField("Args", ContainElements("restore", "--key=etcd-a/old/on-demand/old-20261122T020000Z-r5.db", "--pvc-claim=old-backups")))))
 
 		// A member whose snapshot fails verification: the cluster says so and stays down.
 		makeMemberPods(ctx, c, 1, resources.Image(c, resources.DefaultOptions()))
