@@ -213,7 +213,7 @@ func (r *EtcdClusterReconciler) reconcileTLS(ctx context.Context, c *etcdv1alpha
 	if t.caErr != nil {
 		return waitError{t.caErr, 15 * time.Second}
 	}
-	now := time.Now()
+	now := r.now()
 	ca := t.ca
 	if ca == nil { // the operator's CA, not in the cache
 		existing, err := r.liveSecret(ctx, c, resources.CASecretName(c), "the CA every member and client certificate of the cluster chains to",
