@@ -172,7 +172,10 @@ func (r *EtcdBackupReconciler) patchStatus(ctx context.Context, before, after *e
 	}
 	// Optimistic lock: a backup's phase only moves forward, so never overwrite a newer status.
 	if err := r.Status().Patch(ctx, after, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("patch status: %w", client.IgnoreNotFound(err))
+		if apierrors.IsNotFound(err) {
+			return nil // deleted meanwhile: there is no status left to write
+		}
+		return fmt.Errorf("patch status: %w", err)
 	}
 	return nil
 }

@@ -378,7 +378,10 @@ func (r *EtcdClusterReconciler) patchStatus(ctx context.Context, before, after *
 		return nil
 	}
 	if err := r.Status().Patch(ctx, after, client.MergeFrom(before)); err != nil {
-		return fmt.Errorf("patch status: %w", client.IgnoreNotFound(err))
+		if apierrors.IsNotFound(err) {
+			return nil // deleted meanwhile: there is no status left to write
+		}
+		return fmt.Errorf("patch status: %w", err)
 	}
 	return nil
 }
