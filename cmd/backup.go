@@ -15,6 +15,7 @@ import (
 
 	"github.com/seedops/etcd-operator/internal/backup"
 	"github.com/seedops/etcd-operator/internal/etcd"
+	"github.com/seedops/etcd-operator/internal/membership"
 )
 
 // terminationLog is where Kubernetes reads a container's termination message: the controllers read the
@@ -164,7 +165,7 @@ func runRestore(args []string) int {
 		return fail(errors.New("ETCD_DATA_DIR, ETCD_NAME, ETCD_INITIAL_ADVERTISE_PEER_URLS and ETCD_INITIAL_CLUSTER must be set"))
 	}
 	// Only a bootstrapping member restores: one that joins a running cluster must start empty and catch up.
-	if state := os.Getenv("ETCD_INITIAL_CLUSTER_STATE"); state != "new" {
+	if state := os.Getenv("ETCD_INITIAL_CLUSTER_STATE"); state != membership.StateNew {
 		report(map[string]any{"restored": false, "reason": "member joins an existing cluster (initial cluster state " + state + ")"})
 		return 0
 	}

@@ -29,7 +29,6 @@ const (
 	ReasonClusterNotFound   = "ClusterNotFound"
 	ReasonWaitingForBackup  = "WaitingForBackup"
 	ReasonRestoreFailed     = "RestoreFailed"
-	ReasonRestored          = "Restored"
 	backupJobResultFallback = "the backup pod reported no result"
 )
 

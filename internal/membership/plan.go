@@ -142,6 +142,12 @@ type Decision struct {
 	Unknown []Member
 }
 
+// Initial cluster states etcd understands (ETCD_INITIAL_CLUSTER_STATE).
+const (
+	StateNew      = "new"
+	StateExisting = "existing"
+)
+
 // Config is what a member with an empty data directory starts with.
 type Config struct {
 	// Members of the initial cluster list, in order; with State "existing" these are every member
@@ -248,7 +254,7 @@ func newView(o Observed) view {
 func (v view) allHealthy() bool { return v.healthyVoters == v.voters }
 
 func existingConfig(ours, unknown []Member) *Config {
-	c := &Config{State: "existing"}
+	c := &Config{State: StateExisting}
 	for _, m := range ours {
 		c.Members = append(c.Members, ConfigMember{Ordinal: m.Ordinal, Name: m.Name, PeerURL: m.PeerURL})
 	}

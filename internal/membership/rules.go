@@ -48,7 +48,7 @@ func bootstrap(o Observed) (Decision, bool) {
 	if o.StatefulSetReplicas > 0 {
 		n = o.StatefulSetReplicas // the bootstrap size is fixed once pods exist
 	}
-	cfg := &Config{State: "new"}
+	cfg := &Config{State: StateNew}
 	for _, ord := range seq(n) {
 		cfg.Members = append(cfg.Members, ConfigMember{Ordinal: ord})
 	}

@@ -9,12 +9,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
-)
-
-// Initial cluster states etcd understands.
-const (
-	ClusterStateNew      = "new"
-	ClusterStateExisting = "existing"
+	"github.com/seedops/etcd-operator/internal/membership"
 )
 
 // MemberConfig is the cluster-wide part of etcd's configuration. etcd reads --initial-cluster* only when
@@ -28,7 +23,7 @@ type MemberConfig struct {
 
 // BootstrapConfig is the static initial configuration of a new cluster of n members.
 func BootstrapConfig(c *etcdv1alpha1.EtcdCluster, n int, o Options) MemberConfig {
-	return MemberConfig{InitialCluster: InitialCluster(c, n, o), InitialClusterState: ClusterStateNew}
+	return MemberConfig{InitialCluster: InitialCluster(c, n, o), InitialClusterState: membership.StateNew}
 }
 
 // ConfigMap holds etcd's environment configuration shared by all members.

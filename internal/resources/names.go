@@ -11,6 +11,7 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/membership"
 )
 
 // Ports etcd listens on.
@@ -133,7 +134,7 @@ func RelatedImagesFromEnv(environ []string) map[string]string {
 }
 
 // Quorum is the number of voting members that must agree: a strict majority.
-func Quorum(members int32) int32 { return members/2 + 1 }
+func Quorum(members int32) int32 { return int32(membership.Quorum(int(members))) }
 
 // SelectorLabels select a cluster's member pods. They never change, because selectors are immutable.
 func SelectorLabels(c *etcdv1alpha1.EtcdCluster) map[string]string {
