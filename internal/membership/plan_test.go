@@ -356,6 +356,14 @@ func TestPlanSafety(t *testing.T) {
 				return o
 			}(),
 			replicas: 4, phase: PhaseStalled, message: "member 3 (ErrImagePull)"},
+		{name: "a member whose image cannot be pulled is never healed, with no version change in flight either",
+			in: func() Observed {
+				o := formed(3, 3, voters(3))
+				o.Members[2].Healthy, o.Members[2].UnhealthySince = false, now.Add(-time.Hour)
+				o.Pods[2] = Pod{UpToDate: true, CannotStart: `ImagePullBackOff: Back-off pulling image "localhost:5000/etcd:v3.5.35"`}
+				return o
+			}(),
+			replicas: 3, phase: PhaseStalled, message: "member 2 (ImagePullBackOff: Back-off"},
 		{name: "a crash loop with no version change in flight is healed after the window",
 			in: func() Observed {
 				o := formed(3, 3, voters(3))

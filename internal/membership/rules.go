@@ -166,8 +166,10 @@ func stalled(o Observed, v view) (Decision, bool) {
 	return Decision{Replicas: v.replicas, Phase: PhaseStalled, Message: msg}, true
 }
 
-// imageFailure reports a kubelet reason that says the container image cannot be had.
-func imageFailure(reason string) bool {
+// imageFailure reports a kubelet reason ("Reason" or "Reason: message") that says the container image
+// cannot be had.
+func imageFailure(cannotStart string) bool {
+	reason, _, _ := strings.Cut(cannotStart, ":")
 	switch reason {
 	case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
 		return true
