@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -101,7 +102,12 @@ func (r *EtcdBackupReconciler) reconcile(ctx context.Context, b *etcdv1alpha1.Et
 	err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: resources.BackupJobName(b)}, job)
 	if apierrors.IsNotFound(err) {
 		// The Job's spec is immutable and it runs once: create it, never update it.
-		if err := r.Apply(ctx, resources.BackupJob(c, b, r.Options), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		// The backup dials the cluster under the DNS domain its members were created with.
+		opts := r.Options
+		if sts := (&appsv1.StatefulSet{}); r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.StatefulSetName(c)}, sts) == nil {
+			opts = clusterOptions(r.Options, sts, nil)
+		}
+		if err := r.Apply(ctx, resources.BackupJob(c, b, opts), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 			return fmt.Errorf("create backup job: %w", err)
 		}
 		now := metav1.Now()

@@ -234,7 +234,7 @@ func (r *EtcdClusterReconciler) reconcileConfigMap(ctx context.Context, c *etcdv
 	if d.Config == nil {
 		return nil // etcd unreachable after formation: keep what members were started with
 	}
-	desired := resources.ConfigMap(c, r.memberConfig(c, d.Config))
+	desired := resources.ConfigMap(c, memberConfig(c, d.Config, obs.urls))
 	changed, err := applyIfChanged(ctx, r.Client, r.liveReader(), &corev1.ConfigMap{}, desired, corev1ac.ExtractConfigMap)
 	r.applied(ctx, c, changed, "ConfigMap", resources.ConfigMapName(c))
 	return err
@@ -264,7 +264,7 @@ func (r *EtcdClusterReconciler) reconcileStatefulSet(ctx context.Context, c *etc
 	if err != nil {
 		current = nil
 	}
-	desired := resources.StatefulSet(c, int32(d.Replicas), r.Options, obs.restore, memberGateWanted(current, obs.pods, resources.Image(c, r.Options)))
+	desired := resources.StatefulSet(c, int32(d.Replicas), obs.options, obs.restore, memberGateWanted(current, obs.pods, resources.Image(c, obs.options)))
 	if err == nil && !volumeClaimTemplatesMatch(existing, c) {
 		// Volume claim templates are immutable: grow the existing claims in place, then replace the
 		// StatefulSet without deleting its pods (orphan), so new members get the new size too.
@@ -366,7 +366,7 @@ func (r *EtcdClusterReconciler) reconcileBackupCronJob(ctx context.Context, c *e
 		r.Recorder.Eventf(c, cj, corev1.EventTypeNormal, ReasonDeleted, "Delete", "backup CronJob %s deleted: backupSchedule cleared", cj.Name)
 		return nil
 	}
-	desired := resources.BackupCronJob(c, r.Options)
+	desired := resources.BackupCronJob(c, obs.options)
 	changed, err := applyIfChanged(ctx, r.Client, r.liveReader(), &batchv1.CronJob{}, desired, batchv1ac.ExtractCronJob)
 	r.applied(ctx, c, changed, "CronJob", resources.BackupCronJobName(c))
 	return err

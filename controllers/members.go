@@ -46,7 +46,7 @@ func durationOr(d, def time.Duration) time.Duration {
 
 // memberConfig renders the planner's configuration: each member under its name and the peer URL etcd has
 // registered for it (the ordinal's stable name and URL when etcd has none yet).
-func (r *EtcdClusterReconciler) memberConfig(c *etcdv1alpha1.EtcdCluster, cfg *membership.Config) resources.MemberConfig {
+func memberConfig(c *etcdv1alpha1.EtcdCluster, cfg *membership.Config, urls MemberURLs) resources.MemberConfig {
 	parts := make([]string, 0, len(cfg.Members))
 	for i, m := range cfg.Members {
 		name, url := m.Name, m.PeerURL
@@ -54,7 +54,7 @@ func (r *EtcdClusterReconciler) memberConfig(c *etcdv1alpha1.EtcdCluster, cfg *m
 			name = resources.MemberName(c, m.Ordinal)
 		}
 		if url == "" && m.Ordinal >= 0 {
-			url = r.urls().PeerURL(c, m.Ordinal)
+			url = urls.PeerURL(c, m.Ordinal)
 		}
 		if name == "" {
 			// An unstarted member the operator did not add: etcd compares only peer URLs when a member
@@ -150,12 +150,12 @@ func (r *EtcdClusterReconciler) doStep(ctx context.Context, c *etcdv1alpha1.Etcd
 
 	// etcd steps go to voting members: a learner refuses them ("rpc not supported for learner"), and the
 	// client would send some there. Leadership moves must be asked of the leader itself.
-	endpoints := voterClientURLs(c, obs, r.urls())
+	endpoints := voterClientURLs(c, obs, obs.urls)
 	if a.Type == membership.ActionMoveLeader {
 		endpoints = nil
 		for id, st := range obs.statuses {
 			if st.Leader == id {
-				endpoints = []string{r.urls().ClientURL(c, obs.ordinals[id])}
+				endpoints = []string{obs.urls.ClientURL(c, obs.ordinals[id])}
 			}
 		}
 		if len(endpoints) == 0 {
@@ -167,7 +167,7 @@ func (r *EtcdClusterReconciler) doStep(ctx context.Context, c *etcdv1alpha1.Etcd
 		return err
 	}
 	defer func() { _ = cli.Close() }()
-	return a.ApplyToEtcd(ctx, cli, r.urls().PeerURL(c, a.Ordinal))
+	return a.ApplyToEtcd(ctx, cli, obs.urls.PeerURL(c, a.Ordinal))
 }
 
 // recordTransitions emits an event whenever a condition changes, so a blocked or failing cluster is

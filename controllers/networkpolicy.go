@@ -20,9 +20,9 @@ import (
 
 // reconcileNetworkPolicy applies the cluster's NetworkPolicy while spec.networkPolicy.enabled, and deletes
 // the one it created once it is turned off.
-func (r *EtcdClusterReconciler) reconcileNetworkPolicy(ctx context.Context, c *etcdv1alpha1.EtcdCluster, _ membership.Decision, _ observation) error {
+func (r *EtcdClusterReconciler) reconcileNetworkPolicy(ctx context.Context, c *etcdv1alpha1.EtcdCluster, _ membership.Decision, obs observation) error {
 	if c.Spec.NetworkPolicy.Enabled {
-		changed, err := applyIfChanged(ctx, r.Client, r.liveReader(), &networkingv1.NetworkPolicy{}, resources.NetworkPolicy(c, r.Options), networkingv1ac.ExtractNetworkPolicy)
+		changed, err := applyIfChanged(ctx, r.Client, r.liveReader(), &networkingv1.NetworkPolicy{}, resources.NetworkPolicy(c, obs.options), networkingv1ac.ExtractNetworkPolicy)
 		r.applied(ctx, c, changed, "NetworkPolicy", resources.NetworkPolicyName(c))
 		return err
 	}

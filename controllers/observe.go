@@ -32,6 +32,10 @@ const (
 
 // observation is what the controller saw of a cluster's pods, volumes and etcd members.
 type observation struct {
+	// options are the operator's, with the cluster's own DNS domain (clusterOptions).
+	options resources.Options
+	// urls resolve the cluster's members under that domain.
+	urls           MemberURLs
 	statefulSet    *appsv1.StatefulSet // nil when absent
 	pods           []corev1.Pod        // sorted by ordinal
 	podByOrdinal   map[int]*corev1.Pod
@@ -82,17 +86,60 @@ func (u dnsURLs) ClientURL(c *etcdv1alpha1.EtcdCluster, i int) string {
 	return resources.MemberClientURL(c, i, u.o)
 }
 
-func (r *EtcdClusterReconciler) urls() MemberURLs {
+func (r *EtcdClusterReconciler) urlsFor(o resources.Options) MemberURLs {
 	if r.URLs != nil {
 		return r.URLs
 	}
-	return dnsURLs{r.Options}
+	return dnsURLs{o}
+}
+
+// clusterOptions are the operator's options with the DNS domain the cluster's members were created under,
+// read from the StatefulSet's template (or, while it is being replaced, from a member pod). A formed
+// cluster's names are part of its identity (the peer URLs etcd has registered, the names its certificates
+// carry), so a changed --cluster-domain applies to new clusters only.
+func clusterOptions(base resources.Options, sts *appsv1.StatefulSet, pods []corev1.Pod) resources.Options {
+	var spec *corev1.PodSpec
+	switch {
+	case sts != nil:
+		spec = &sts.Spec.Template.Spec
+	case len(pods) > 0:
+		spec = &pods[0].Spec
+	default:
+		return base
+	}
+	if domain := advertisedDomain(spec); domain != "" {
+		base.ClusterDomain = domain
+	}
+	return base
+}
+
+// advertisedDomain is the cluster domain in the etcd container's advertised peer URL
+// ("<scheme>://$(POD_NAME).<service>.$(POD_NAMESPACE).svc.<domain>:<port>"), "" if there is none.
+func advertisedDomain(spec *corev1.PodSpec) string {
+	for _, ctr := range spec.Containers {
+		if ctr.Name != "etcd" {
+			continue
+		}
+		for _, env := range ctr.Env {
+			if env.Name != "ETCD_INITIAL_ADVERTISE_PEER_URLS" {
+				continue
+			}
+			_, rest, ok := strings.Cut(env.Value, ".svc.")
+			if !ok {
+				return ""
+			}
+			if i := strings.LastIndex(rest, ":"); i >= 0 {
+				rest = rest[:i]
+			}
+			return rest
+		}
+	}
+	return ""
 }
 
 // observe reads the StatefulSet, member pods and claims, and, when member pods exist, etcd itself.
 func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (observation, error) {
 	obs := observation{
-		clientEndpoint: resources.ClientEndpoint(c, r.Options),
 		podByOrdinal:   map[int]*corev1.Pod{},
 		clientURLs:     map[int]string{},
 		pvcByOrdinal:   map[int]*corev1.PersistentVolumeClaim{},
@@ -110,16 +157,20 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 		return obs, err
 	}
 
-	if obs.tls, err = r.observeTLS(ctx, c, obs.statefulSet); err != nil {
-		return obs, err
-	}
-	obs.tlsStatus = tlsStatus(c, obs.tls, r.Options)
-
 	pods := &corev1.PodList{}
 	if err := r.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(resources.SelectorLabels(c))); err != nil {
 		return obs, err
 	}
 	obs.pods = pods.Items
+	obs.options = clusterOptions(r.Options, obs.statefulSet, obs.pods)
+	obs.urls = r.urlsFor(obs.options)
+	obs.clientEndpoint = resources.ClientEndpoint(c, obs.options)
+
+	if obs.tls, err = r.observeTLS(ctx, c, obs.statefulSet, obs.options); err != nil {
+		return obs, err
+	}
+	obs.tlsStatus = tlsStatus(c, obs.tls, obs.options)
+
 	obs.restoreFailed = restoreFailure(obs.pods)
 	if obs.restore, obs.restoreWait, err = r.restoreSource(ctx, c); err != nil {
 		return obs, err
@@ -131,11 +182,11 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 	for i := range obs.pods {
 		p := &obs.pods[i]
 		obs.podByOrdinal[ordinalOf(c, p.Name)] = p
-		obs.clientURLs[ordinalOf(c, p.Name)] = r.urls().ClientURL(c, ordinalOf(c, p.Name))
+		obs.clientURLs[ordinalOf(c, p.Name)] = obs.urls.ClientURL(c, ordinalOf(c, p.Name))
 		if podReady(p) {
 			obs.readyReplicas++
 		}
-		if !podUpToDate(p, c, obs.statefulSet, r.Options) {
+		if !podUpToDate(p, c, obs.statefulSet, obs.options) {
 			obs.outdatedPods = append(obs.outdatedPods, p.Name)
 		}
 	}
@@ -173,7 +224,7 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, c *etcdv1alpha1
 	}
 	obs.statuses, obs.ordinals, obs.healthy = map[uint64]etcd.EndpointStatus{}, map[uint64]int{}, map[uint64]bool{}
 	for _, m := range obs.members {
-		obs.ordinals[m.ID] = r.memberOrdinal(c, m)
+		obs.ordinals[m.ID] = memberOrdinal(c, m, obs.urls)
 		if len(m.ClientURLs) == 0 {
 			continue // not started yet
 		}
@@ -212,7 +263,7 @@ func (r *EtcdClusterReconciler) dial(ctx context.Context, c *etcdv1alpha1.EtcdCl
 // name, whatever URL it registered: a changed cluster domain must not make the operator's own members
 // strangers), or by peer URL for a member that has not started yet; -1 for a member the operator does
 // not know.
-func (r *EtcdClusterReconciler) memberOrdinal(c *etcdv1alpha1.EtcdCluster, m etcd.Member) int {
+func memberOrdinal(c *etcdv1alpha1.EtcdCluster, m etcd.Member, urls MemberURLs) int {
 	if m.Name != "" {
 		return ordinalOf(c, m.Name)
 	}
@@ -220,7 +271,7 @@ func (r *EtcdClusterReconciler) memberOrdinal(c *etcdv1alpha1.EtcdCluster, m etc
 		return -1
 	}
 	for ord := range maxMembers {
-		if m.PeerURLs[0] == r.urls().PeerURL(c, ord) {
+		if m.PeerURLs[0] == urls.PeerURL(c, ord) {
 			return ord
 		}
 	}

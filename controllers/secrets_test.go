@@ -150,7 +150,7 @@ func TestUnusableClientCertificateIsReported(t *testing.T) {
 			).Build()
 			r := &EtcdClusterReconciler{Client: cl, Options: resources.DefaultOptions()}
 			obs := observation{}
-			if obs.tls, err = r.observeTLS(ctx, c, nil); err != nil {
+			if obs.tls, err = r.observeTLS(ctx, c, nil, r.Options); err != nil {
 				t.Fatal(err)
 			}
 			_, err := r.dial(ctx, c, &obs, []string{"https://c-0:2379"})

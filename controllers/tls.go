@@ -53,6 +53,8 @@ type tlsObservation struct {
 	// or with clientErr saying why its Secret cannot be used.
 	clientConfig *tls.Config
 	clientErr    error
+	// options are the cluster's own (its DNS domain pinned): certificates name what its members are.
+	options resources.Options
 	// refusal says why the TLS setting cannot be applied (the running members disagree with the spec).
 	refusal string
 }
@@ -147,8 +149,8 @@ func (r *EtcdClusterReconciler) settleTLS(ctx context.Context, c *etcdv1alpha1.E
 
 // observeTLS reads the cluster's CA and certificate Secrets. The operator's own Secrets come from the
 // cache (they carry its label); a user-supplied CA is read directly, since unrelated Secrets are not cached.
-func (r *EtcdClusterReconciler) observeTLS(ctx context.Context, c *etcdv1alpha1.EtcdCluster, sts *appsv1.StatefulSet) (tlsObservation, error) {
-	var t tlsObservation
+func (r *EtcdClusterReconciler) observeTLS(ctx context.Context, c *etcdv1alpha1.EtcdCluster, sts *appsv1.StatefulSet, o resources.Options) (tlsObservation, error) {
+	t := tlsObservation{options: o}
 	if sts != nil && statefulSetServesTLS(sts) != resources.TLSEnabled(c) {
 		t.refusal = fmt.Sprintf("spec.tls.enabled is %t but the members run with TLS %s; a running cluster cannot switch "+
 			"between plaintext and TLS (members would stop understanding each other), so nothing was changed. "+
@@ -180,7 +182,7 @@ func (r *EtcdClusterReconciler) observeTLS(ctx context.Context, c *etcdv1alpha1.
 		return t, err
 	}
 	t.leaves = map[string]*corev1.Secret{}
-	for _, leaf := range resources.LeafCertificates(c, r.Options) {
+	for _, leaf := range resources.LeafCertificates(c, o) {
 		s := &corev1.Secret{}
 		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: leaf.SecretName}, s)
 		switch {
@@ -240,7 +242,7 @@ func (r *EtcdClusterReconciler) reconcileTLS(ctx context.Context, c *etcdv1alpha
 		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonCertificateIssued, "Issue",
 			"CA created in Secret %s (valid until %s)", resources.CASecretName(c), ca.Cert.NotAfter.UTC().Format(time.RFC3339))
 	}
-	for _, leaf := range resources.LeafCertificates(c, r.Options) {
+	for _, leaf := range resources.LeafCertificates(c, t.options) {
 		existing := t.leaves[leaf.SecretName]
 		var certPEM, keyPEM []byte
 		if existing != nil {
