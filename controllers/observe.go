@@ -140,10 +140,10 @@ func advertisedDomain(spec *corev1.PodSpec) string {
 // observe reads the StatefulSet, member pods and claims, and, when member pods exist, etcd itself.
 func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (observation, error) {
 	obs := observation{
-		podByOrdinal:   map[int]*corev1.Pod{},
-		clientURLs:     map[int]string{},
-		pvcByOrdinal:   map[int]*corev1.PersistentVolumeClaim{},
-		previous:       map[string]etcdv1alpha1.MemberStatus{},
+		podByOrdinal: map[int]*corev1.Pod{},
+		clientURLs:   map[int]string{},
+		pvcByOrdinal: map[int]*corev1.PersistentVolumeClaim{},
+		previous:     map[string]etcdv1alpha1.MemberStatus{},
 	}
 	for _, m := range c.Status.Members {
 		obs.previous[m.Name] = m
