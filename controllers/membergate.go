@@ -17,13 +17,8 @@ import (
 // arrives with the next restart the cluster needs anyway. A StatefulSet replaced with its pods kept
 // (volume growth, an orphaning delete) is judged by the pods it will find.
 func memberGateWanted(existing *appsv1.StatefulSet, pods []corev1.Pod, desiredImage string) bool {
-	var spec *corev1.PodSpec
-	switch {
-	case existing != nil:
-		spec = &existing.Spec.Template.Spec
-	case len(pods) > 0:
-		spec = &pods[0].Spec
-	default:
+	spec := memberPodSpec(existing, pods)
+	if spec == nil {
 		return true
 	}
 	for i := range spec.InitContainers {

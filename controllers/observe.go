@@ -98,19 +98,24 @@ func (r *EtcdClusterReconciler) urlsFor(o resources.Options) MemberURLs {
 // cluster's names are part of its identity (the peer URLs etcd has registered, the names its certificates
 // carry), so a changed --cluster-domain applies to new clusters only.
 func clusterOptions(base resources.Options, sts *appsv1.StatefulSet, pods []corev1.Pod) resources.Options {
-	var spec *corev1.PodSpec
-	switch {
-	case sts != nil:
-		spec = &sts.Spec.Template.Spec
-	case len(pods) > 0:
-		spec = &pods[0].Spec
-	default:
-		return base
-	}
-	if domain := advertisedDomain(spec); domain != "" {
-		base.ClusterDomain = domain
+	if spec := memberPodSpec(sts, pods); spec != nil {
+		if domain := advertisedDomain(spec); domain != "" {
+			base.ClusterDomain = domain
+		}
 	}
 	return base
+}
+
+// memberPodSpec is the pod spec the cluster's members run: the StatefulSet's template, or, while the
+// StatefulSet is being replaced with its pods kept, a member pod's; nil for a cluster with neither.
+func memberPodSpec(sts *appsv1.StatefulSet, pods []corev1.Pod) *corev1.PodSpec {
+	switch {
+	case sts != nil:
+		return &sts.Spec.Template.Spec
+	case len(pods) > 0:
+		return &pods[0].Spec
+	}
+	return nil
 }
 
 // advertisedDomain is the cluster domain in the etcd container's advertised peer URL

@@ -31,16 +31,45 @@ func formed(desired, sts int, ms []Member) Observed {
 		Pods: pods(sts), Volumes: map[int]Volume{}, Now: now, HealAfter: time.Minute, TargetVersion: "3.5.17"}
 }
 
+// planCase is one situation and the decision Plan must take in it.
+type planCase struct {
+	name     string
+	in       Observed
+	action   ActionType
+	ordinal  int
+	replicas int
+	phase    Phase
+	message  string
+}
+
+// runPlanCases checks each case's action, StatefulSet size, phase and message; a formed, reachable cluster
+// must always start new members as "existing".
+func runPlanCases(t *testing.T, cases []planCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Plan(tc.in)
+			if d.Action.Type != tc.action || (tc.action != ActionNone && d.Action.Ordinal != tc.ordinal) {
+				t.Errorf("action %s on %d, want %s on %d (%q)", d.Action.Type, d.Action.Ordinal, tc.action, tc.ordinal, d.Message)
+			}
+			if d.Replicas != tc.replicas {
+				t.Errorf("replicas %d, want %d", d.Replicas, tc.replicas)
+			}
+			if d.Phase != tc.phase {
+				t.Errorf("phase %s, want %s (%q)", d.Phase, tc.phase, d.Message)
+			}
+			if !strings.Contains(d.Message, tc.message) {
+				t.Errorf("message %q lacks %q", d.Message, tc.message)
+			}
+			if tc.in.Formed && tc.in.Reachable && (d.Config == nil || d.Config.State != StateExisting) {
+				t.Errorf("config %+v: a formed cluster starts new members as existing", d.Config)
+			}
+		})
+	}
+}
+
 func TestPlan(t *testing.T) {
-	cases := []struct {
-		name     string
-		in       Observed
-		action   ActionType
-		ordinal  int
-		replicas int
-		phase    Phase
-		message  string
-	}{
+	cases := []planCase{
 		{name: "new cluster bootstraps all members at once",
 			in: Observed{Desired: 3, StatefulSetReplicas: -1}, replicas: 3, phase: PhaseBootstrapping},
 		{name: "unreachable after formation changes nothing",
@@ -246,23 +275,7 @@ func TestPlan(t *testing.T) {
 			}(),
 			replicas: 3, phase: PhaseStable},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			d := Plan(tc.in)
-			if d.Action.Type != tc.action || (tc.action != ActionNone && d.Action.Ordinal != tc.ordinal) {
-				t.Errorf("action %s on %d, want %s on %d (%q)", d.Action.Type, d.Action.Ordinal, tc.action, tc.ordinal, d.Message)
-			}
-			if d.Replicas != tc.replicas {
-				t.Errorf("replicas %d, want %d", d.Replicas, tc.replicas)
-			}
-			if d.Phase != tc.phase {
-				t.Errorf("phase %s, want %s (%q)", d.Phase, tc.phase, d.Message)
-			}
-			if !strings.Contains(d.Message, tc.message) {
-				t.Errorf("message %q lacks %q", d.Message, tc.message)
-			}
-		})
-	}
+	runPlanCases(t, cases)
 }
 
 func TestPlanReportsUnknownMembers(t *testing.T) {
@@ -292,15 +305,7 @@ func TestPlanSafety(t *testing.T) {
 		}
 		return o
 	}
-	cases := []struct {
-		name     string
-		in       Observed
-		action   ActionType
-		ordinal  int
-		replicas int
-		phase    Phase
-		message  string
-	}{
+	cases := []planCase{
 		{name: "members the operator cannot place never shrink the StatefulSet",
 			in: func() Observed {
 				o := formed(3, 3, voters(3))
@@ -418,26 +423,7 @@ func TestPlanSafety(t *testing.T) {
 			}(),
 			action: ActionDeletePod, ordinal: 1, replicas: 3, phase: PhaseUpgrading},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			d := Plan(tc.in)
-			if d.Action.Type != tc.action || (tc.action != ActionNone && d.Action.Ordinal != tc.ordinal) {
-				t.Errorf("action %s on %d, want %s on %d (%q)", d.Action.Type, d.Action.Ordinal, tc.action, tc.ordinal, d.Message)
-			}
-			if d.Replicas != tc.replicas {
-				t.Errorf("replicas %d, want %d", d.Replicas, tc.replicas)
-			}
-			if d.Phase != tc.phase {
-				t.Errorf("phase %s, want %s (%q)", d.Phase, tc.phase, d.Message)
-			}
-			if !strings.Contains(d.Message, tc.message) {
-				t.Errorf("message %q lacks %q", d.Message, tc.message)
-			}
-			if tc.in.Formed && (d.Config == nil || d.Config.State != "existing") && tc.in.Reachable {
-				t.Errorf("config %+v: a formed cluster starts new members as existing", d.Config)
-			}
-		})
-	}
+	runPlanCases(t, cases)
 }
 
 // TestConfigListsEveryMemberEtcdHas: a joining member's initial cluster must match etcd's member list, so
