@@ -14,6 +14,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -129,6 +130,8 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	// 2. Observe.
 	obs, err := r.observe(ctx, cluster)
 	if err != nil {
+		// Status still says why, for this generation: a cluster that cannot be observed is not converging.
+		r.reportObserveFailure(ctx, before, cluster, err)
 		return ctrl.Result{}, err
 	}
 	// 3. Plan.
@@ -370,6 +373,24 @@ func (r *EtcdClusterReconciler) reconcileBackupCronJob(ctx context.Context, c *e
 	changed, err := applyIfChanged(ctx, r.Client, r.liveReader(), &batchv1.CronJob{}, desired, batchv1ac.ExtractCronJob)
 	r.applied(ctx, c, changed, "CronJob", resources.BackupCronJobName(c))
 	return err
+}
+
+// reportObserveFailure records a failed observation in status (Progressing and Degraded with the error,
+// for the current generation), leaving what was last observed of the members as it was.
+func (r *EtcdClusterReconciler) reportObserveFailure(ctx context.Context, before, c *etcdv1alpha1.EtcdCluster, err error) {
+	now := metav1.NewTime(r.now())
+	for _, t := range []string{etcdv1alpha1.ConditionProgressing, etcdv1alpha1.ConditionDegraded} {
+		meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionTrue,
+			Reason: ReasonReconcileFailed, Message: err.Error(), ObservedGeneration: c.Generation, LastTransitionTime: now})
+	}
+	c.Status.ObservedGeneration = c.Generation
+	if meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable) != nil {
+		c.Status.Phase = phaseOf(c, c.Status.Conditions)
+	}
+	r.recordTransitions(before, c)
+	if perr := r.patchStatus(ctx, before, c); perr != nil {
+		logf.FromContext(ctx).Error(perr, "cannot report the failed observation")
+	}
 }
 
 // patchStatus writes status (with observedGeneration) once per reconcile, and only when it changed.

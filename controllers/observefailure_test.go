@@ -1,0 +1,65 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/resources"
+)
+
+// TestStatusSaysWhyWhenObservationFails: a reconcile that cannot even observe its cluster still reports,
+// for the current generation, that it is not converging and why.
+func TestStatusSaysWhyWhenObservationFails(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := etcdv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 4},
+		Spec: etcdv1alpha1.EtcdClusterSpec{Version: "3.5.35", Replicas: 3, TLS: etcdv1alpha1.TLSSpec{Enabled: ptr.To(false)}}}
+	c.Status.ObservedGeneration = 3
+	c.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: ReasonQuorumHealthy, LastTransitionTime: metav1.Now()},
+		{Type: etcdv1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: ReasonReconciled, LastTransitionTime: metav1.Now()}}
+	boom := errors.New("the API server refused to list pods")
+	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(c).WithStatusSubresource(c).
+		WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*corev1.PodList); ok {
+				return boom
+			}
+			return cl.List(ctx, list, opts...)
+		}}).Build()
+	r := &EtcdClusterReconciler{Client: cl, Recorder: &events.FakeRecorder{}, Options: resources.DefaultOptions()}
+	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}); !errors.Is(err, boom) {
+		t.Fatalf("reconcile error %v, want the observation's", err)
+	}
+	got := &etcdv1alpha1.EtcdCluster{}
+	if err := cl.Get(context.Background(), client.ObjectKeyFromObject(c), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.ObservedGeneration != 4 {
+		t.Errorf("observedGeneration %d, want 4", got.Status.ObservedGeneration)
+	}
+	p := meta.FindStatusCondition(got.Status.Conditions, etcdv1alpha1.ConditionProgressing)
+	if p == nil || p.Status != metav1.ConditionTrue || p.Reason != ReasonReconcileFailed || p.Message != boom.Error() {
+		t.Errorf("Progressing %+v: it must say the reconcile failed and why", p)
+	}
+	if d := meta.FindStatusCondition(got.Status.Conditions, etcdv1alpha1.ConditionDegraded); d == nil || d.Status != metav1.ConditionTrue {
+		t.Errorf("Degraded %+v", d)
+	}
+}
