@@ -20,12 +20,6 @@ import (
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
-// Event reasons of authentication.
-const (
-	ReasonAuthEnabled  = "AuthEnabled"
-	ReasonAuthDisabled = "AuthDisabled"
-)
-
 // rootPasswordKey is the key of the root password in its Secret.
 const rootPasswordKey = "password"
 

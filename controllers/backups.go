@@ -21,16 +21,8 @@ import (
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
-// Reasons of backup and restore conditions and events.
-const (
-	ReasonBackupSucceeded   = "BackupSucceeded"
-	ReasonBackupFailed      = "BackupFailed"
-	ReasonBackupStarted     = "BackupStarted"
-	ReasonClusterNotFound   = "ClusterNotFound"
-	ReasonWaitingForBackup  = "WaitingForBackup"
-	ReasonRestoreFailed     = "RestoreFailed"
-	backupJobResultFallback = "the backup pod reported no result"
-)
+// backupJobResultFallback is the result of a backup pod that reported none.
+const backupJobResultFallback = "the backup pod reported no result"
 
 // backupResult is what a backup pod writes as its termination message (see cmd/backup.go).
 type backupResult struct {

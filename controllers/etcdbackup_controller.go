@@ -25,10 +25,6 @@ import (
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
-// ReasonJobNotOwned: a Job of the backup's name exists that the EtcdBackup does not control (left from a
-// deleted EtcdBackup of the same name, or someone else's); it is neither adopted nor reported.
-const ReasonJobNotOwned = "JobNotOwned"
-
 // jobNotOwnedRetry is how often a backup blocked by another's Job looks again; the Job's deletion usually
 // brings it back sooner (events of a Job owned by an EtcdBackup of this name reach this one).
 const jobNotOwnedRetry = 30 * time.Second

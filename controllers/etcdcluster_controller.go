@@ -41,15 +41,6 @@ import (
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
-// Event reasons.
-const (
-	ReasonApplied          = "Applied"
-	ReasonDeleted          = "Deleted"
-	ReasonReconcileFailed  = "ReconcileFailed"
-	ReasonStorageResized   = "StorageResized"
-	ReasonStatefulSetRenew = "StatefulSetRecreated"
-)
-
 // EtcdClusterReconciler turns an EtcdCluster into a StatefulSet of etcd members and everything around it.
 //
 // No finalizer: every managed object carries an owner reference, so the garbage collector removes it
@@ -278,7 +269,7 @@ func (r *EtcdClusterReconciler) reconcileStatefulSet(ctx context.Context, c *etc
 		if err := r.Delete(ctx, existing, orphan, client.Preconditions{UID: &existing.UID}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("replace StatefulSet %s for new volume size: %w", existing.Name, err)
 		}
-		r.Recorder.Eventf(c, existing, corev1.EventTypeNormal, ReasonStatefulSetRenew, "Replace",
+		r.Recorder.Eventf(c, existing, corev1.EventTypeNormal, ReasonStatefulSetRecreated, "Replace",
 			"StatefulSet %s recreated (pods kept) for volume size %s", existing.Name, c.Spec.StorageSize.String())
 		// The deletion event brings us back once the old object is gone.
 		return nil

@@ -20,11 +20,6 @@ import (
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
-// Event reasons of membership steps.
-const (
-	ReasonMemberStep = "MemberChange"
-)
-
 func (r *EtcdClusterReconciler) healAfter() time.Duration {
 	return durationOr(r.HealAfter, 3*time.Minute)
 }
@@ -106,7 +101,7 @@ func (r *EtcdClusterReconciler) takeStep(ctx context.Context, c *etcdv1alpha1.Et
 		// Reported once, by the reconcile's ReconcileFailed event and conditions, with etcd's text.
 		return fmt.Errorf("%s: %w", d.Message, err)
 	}
-	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonMemberStep, string(a.Type), "%s", d.Message)
+	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonMemberChange, string(a.Type), "%s", d.Message)
 	failpoint.Inject(failpoint.AfterMembershipStep)
 	return nil
 }

@@ -17,31 +17,6 @@ import (
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
-// Condition reasons.
-const (
-	ReasonQuorumHealthy    = "QuorumHealthy"
-	ReasonQuorumLost       = "QuorumLost"
-	ReasonBootstrapping    = "Bootstrapping"
-	ReasonCreating         = "Creating"
-	ReasonScaling          = "Scaling"
-	ReasonUpgrading        = "Upgrading"
-	ReasonHealing          = "Healing"
-	ReasonBlocked          = "Blocked"
-	ReasonWaiting          = "Waiting"
-	ReasonReconciled       = "Reconciled"
-	ReasonPaused           = "Paused"
-	ReasonMembersUnhealthy = "MembersUnhealthy"
-	ReasonEtcdUnreachable  = "EtcdUnreachable"
-	ReasonUnknownMembers   = "UnknownMembers"
-	ReasonAsExpected       = "AsExpected"
-	// ReasonUpgradeStalled: a member restarted onto a new version cannot run it; nothing more is changed.
-	ReasonUpgradeStalled = "UpgradeStalled"
-	// ReasonMemberCannotStart: a member pod cannot run etcd (its image, a crash loop).
-	ReasonMemberCannotStart = "MemberCannotStart"
-	// ReasonApplying: this reconcile changed managed objects; their effect is not observed yet.
-	ReasonApplying = "Applying"
-)
-
 // memberStatuses lists members from etcd when it answered, else from the pods.
 func memberStatuses(c *etcdv1alpha1.EtcdCluster, obs observation, now time.Time) []etcdv1alpha1.MemberStatus {
 	var out []etcdv1alpha1.MemberStatus

@@ -23,17 +23,6 @@ import (
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
-// Event and condition reasons of TLS.
-const (
-	ReasonTLSDefaulted       = "TLSDefaulted"
-	ReasonCertificateIssued  = "CertificateIssued"
-	ReasonCertificateRenewed = "CertificateRenewed"
-	ReasonTLSRefused         = "TLSRefused"
-	// ReasonSecretNotManaged: a Secret the operator would create (the CA, the root password) already
-	// exists without the operator's managed-by label; it is left untouched and the phase stops.
-	ReasonSecretNotManaged = "SecretNotManaged"
-)
-
 // unmanagedSecretRetry is how often a Secret left alone for lack of the operator's label is looked at
 // again: relabelling it brings it into the cache, but a Secret without the cluster's owner reference
 // sends no event.

@@ -1,0 +1,62 @@
+package controllers
+
+// Reasons of conditions and events, in one place. Each constant's name is its value with a Reason prefix,
+// so a reason read in `kubectl describe` is found here by name.
+const (
+	// Available.
+	ReasonQuorumHealthy = "QuorumHealthy"
+	ReasonQuorumLost    = "QuorumLost"
+	ReasonBootstrapping = "Bootstrapping"
+
+	// Progressing: what the cluster is doing.
+	ReasonCreating  = "Creating"
+	ReasonScaling   = "Scaling"
+	ReasonUpgrading = "Upgrading"
+	ReasonHealing   = "Healing"
+	ReasonBlocked   = "Blocked"
+	ReasonWaiting   = "Waiting"
+	// ReasonApplying: this reconcile changed managed objects; their effect is not observed yet.
+	ReasonApplying   = "Applying"
+	ReasonReconciled = "Reconciled"
+	ReasonPaused     = "Paused"
+	// ReasonUpgradeStalled: a member restarted onto a new version cannot run it; nothing more is changed.
+	ReasonUpgradeStalled = "UpgradeStalled"
+
+	// Degraded.
+	ReasonAsExpected       = "AsExpected"
+	ReasonMembersUnhealthy = "MembersUnhealthy"
+	ReasonEtcdUnreachable  = "EtcdUnreachable"
+	ReasonUnknownMembers   = "UnknownMembers"
+	// ReasonMemberCannotStart: a member pod cannot run etcd (its image, a crash loop).
+	ReasonMemberCannotStart = "MemberCannotStart"
+	ReasonReconcileFailed   = "ReconcileFailed"
+
+	// Managed objects and membership steps (events).
+	ReasonApplied              = "Applied"
+	ReasonDeleted              = "Deleted"
+	ReasonStorageResized       = "StorageResized"
+	ReasonStatefulSetRecreated = "StatefulSetRecreated"
+	ReasonMemberChange         = "MemberChange"
+
+	// TLS and authentication.
+	ReasonTLSDefaulted       = "TLSDefaulted"
+	ReasonCertificateIssued  = "CertificateIssued"
+	ReasonCertificateRenewed = "CertificateRenewed"
+	ReasonTLSRefused         = "TLSRefused"
+	// ReasonSecretNotManaged: a Secret the operator would create (the CA, the root password) already
+	// exists without the operator's managed-by label; it is left untouched and the phase stops.
+	ReasonSecretNotManaged = "SecretNotManaged"
+	ReasonAuthEnabled      = "AuthEnabled"
+	ReasonAuthDisabled     = "AuthDisabled"
+
+	// Backups and restore.
+	ReasonBackupSucceeded  = "BackupSucceeded"
+	ReasonBackupFailed     = "BackupFailed"
+	ReasonBackupStarted    = "BackupStarted"
+	ReasonClusterNotFound  = "ClusterNotFound"
+	ReasonWaitingForBackup = "WaitingForBackup"
+	ReasonRestoreFailed    = "RestoreFailed"
+	// ReasonJobNotOwned: a Job of the backup's name exists that the EtcdBackup does not control (left from
+	// a deleted EtcdBackup of the same name, or someone else's); it is neither adopted nor reported.
+	ReasonJobNotOwned = "JobNotOwned"
+)
