@@ -70,6 +70,10 @@ type EtcdClusterReconciler struct {
 	MaxConcurrentReconciles int
 	// Clock tells the time (heal clocks, condition times, certificate renewal); nil is the real clock.
 	Clock clock.PassiveClock
+
+	// reported remembers the condition transitions already reported in events (transitions.go); nil
+	// reports every transition.
+	reported *conditionMemory
 }
 
 // now is the reconciler's clock's time: tests drive time instead of waiting for it.
@@ -405,6 +409,7 @@ func (r *EtcdClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) *builder.TypedBuilder[reconcile.Request] {
+	r.reported = newConditionMemory()
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1alpha1.EtcdCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&appsv1.StatefulSet{}).

@@ -177,7 +177,7 @@ func (r *EtcdClusterReconciler) recordTransitions(before, after *etcdv1alpha1.Et
 		if old[cond.Type] == string(cond.Status)+"/"+cond.Reason || cond.Type == etcdv1alpha1.ConditionBackupSucceeded {
 			continue
 		}
-		if !reportedConditions.firstReport(after.UID, cond.Type, string(cond.Status)+"/"+cond.Reason) {
+		if r.reported != nil && !r.reported.firstReport(after.UID, cond.Type, string(cond.Status)+"/"+cond.Reason) {
 			continue // already reported; this reconcile read a stale cluster (transitions.go)
 		}
 		typ := corev1.EventTypeNormal

@@ -6,12 +6,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// reportedConditions remembers, per cluster, the condition state ("Status/Reason" by type) last reported
-// in an event. A reconcile that read its cluster from a cache not yet showing the previous reconcile's
-// status patch would otherwise report the same transitions again; repeated events of one object, reason
-// and action form an event series, which client-go's broadcaster closes with a PATCH 6-12 minutes later:
-// writes long after the cluster settled.
-var reportedConditions = &conditionMemory{byCluster: map[types.UID]map[string]string{}}
+// conditionMemory remembers, per cluster, the condition state ("Status/Reason" by type) last reported in
+// an event. A reconcile that read its cluster from a cache not yet showing the previous reconcile's status
+// patch would otherwise report the same transitions again; repeated events of one object, reason and
+// action form an event series, which client-go's broadcaster closes with a PATCH 6-12 minutes later:
+// writes long after the cluster settled. The reconciler holds one (created in SetupWithManager).
+func newConditionMemory() *conditionMemory {
+	return &conditionMemory{byCluster: map[types.UID]map[string]string{}}
+}
 
 // maxRememberedClusters bounds the memory (deleted clusters are never looked up again): past it, it starts
 // over, which at worst repeats one transition event per cluster.

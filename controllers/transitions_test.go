@@ -13,7 +13,7 @@ import (
 // same transitions again: they are reported once.
 func TestTransitionsReportedOnceDespiteAStaleRead(t *testing.T) {
 	rec := &events.FakeRecorder{Events: make(chan string, 10)}
-	r := &EtcdClusterReconciler{Recorder: rec}
+	r := &EtcdClusterReconciler{Recorder: rec, reported: newConditionMemory()}
 	stale := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", UID: "uid-transitions"}}
 	after := stale.DeepCopy()
 	after.Status.Conditions = []metav1.Condition{
