@@ -20,7 +20,6 @@ import (
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	"github.com/seedops/etcd-operator/controllers"
-	"github.com/seedops/etcd-operator/internal/etcd"
 	"github.com/seedops/etcd-operator/internal/failpoint"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
@@ -102,28 +101,9 @@ func main() {
 		os.Exit(1)
 	}
 
-	if err := (&controllers.EtcdClusterReconciler{
-		Client:         mgr.GetClient(),
-		Scheme:         mgr.GetScheme(),
-		APIReader:      mgr.GetAPIReader(),
-		Recorder:       mgr.GetEventRecorder("etcd-operator"),
-		Options:        options,
-		Dialer:         etcd.NewDialer(5 * time.Second),
-		HealAfter:      healAfter,
-		HealthInterval: healthInterval,
-
-		MaxConcurrentReconciles: maxConcurrentReconciles,
-	}).SetupWithManager(mgr); err != nil {
-		setupLog.Error(err, "unable to create controller", "controller", "EtcdCluster")
-		os.Exit(1)
-	}
-	if err := (&controllers.EtcdBackupReconciler{
-		Client:   mgr.GetClient(),
-		Scheme:   mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder("etcd-operator"),
-		Options:  options,
-	}).SetupWithManager(mgr); err != nil {
-		setupLog.Error(err, "unable to create controller", "controller", "EtcdBackup")
+	if err := controllers.Setup(mgr, controllers.Config{Options: options, HealAfter: healAfter, HealthInterval: healthInterval,
+		MaxConcurrentReconciles: maxConcurrentReconciles}); err != nil {
+		setupLog.Error(err, "unable to create controllers")
 		os.Exit(1)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -31,9 +31,10 @@ const FieldOwner = "etcd-operator"
 // The cache holds objects without managedFields (CacheOptions strips them: most of a cached object's
 // size), so the owned fields are extracted from a live read, made only when the cached object's
 // resourceVersion moved since its fields were last found equal.
-func applyIfChanged[O client.Object, A any](ctx context.Context, c client.Client, live client.Reader, existing O, desired *A,
+func applyIfChanged[O client.Object, A any](ctx context.Context, ap objectApplier, existing O, desired *A,
 	extract func(O, string) (*A, error),
 ) (bool, error) {
+	c, live, unchanged := ap.c, ap.live, ap.unchanged
 	ac, ok := any(desired).(runtime.ApplyConfiguration)
 	if !ok {
 		return false, fmt.Errorf("%T is not an apply configuration", desired)
@@ -87,13 +88,21 @@ func applyIfChanged[O client.Object, A any](ctx context.Context, c client.Client
 	return true, nil
 }
 
-// unchanged remembers, per object, the resourceVersion at which the fields this operator owns were
-// last found (or made) equal to the desired apply configuration, with a hash of that configuration.
-// While neither the object nor the desired configuration changed, applyIfChanged skips extracting the
-// owned fields from managedFields, which is most of a steady reconcile's allocation. Any change to the
-// object (another writer, a deletion and re-creation, a status update) changes its resourceVersion and
-// brings the full comparison back.
-var unchanged = &noopCache{entries: map[string]noopEntry{}}
+// objectApplier is what applyIfChanged works with: the reconciler's client, a live reader (the cache holds
+// no managedFields), and the reconciler's memory of objects found unchanged.
+type objectApplier struct {
+	c         client.Client
+	live      client.Reader
+	unchanged *noopCache
+}
+
+// noopCache remembers, per object, the resourceVersion at which the fields this operator owns were last
+// found (or made) equal to the desired apply configuration, with a hash of that configuration. While
+// neither the object nor the desired configuration changed, applyIfChanged skips extracting the owned
+// fields from managedFields, which is most of a steady reconcile's allocation. Any change to the object
+// (another writer, a deletion and re-creation, a status update) changes its resourceVersion and brings the
+// full comparison back. A nil cache remembers nothing.
+func newNoopCache() *noopCache { return &noopCache{entries: map[string]noopEntry{}} }
 
 type noopEntry struct {
 	resourceVersion string
@@ -106,6 +115,9 @@ type noopCache struct {
 }
 
 func (n *noopCache) is(key, rv string, hash uint64) bool {
+	if n == nil {
+		return false
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	e, ok := n.entries[key]
@@ -117,6 +129,9 @@ func (n *noopCache) is(key, rv string, hash uint64) bool {
 const maxNoopEntries = 50000
 
 func (n *noopCache) set(key, rv string, hash uint64) {
+	if n == nil {
+		return
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if len(n.entries) >= maxNoopEntries {
@@ -126,6 +141,9 @@ func (n *noopCache) set(key, rv string, hash uint64) {
 }
 
 func (n *noopCache) forget(key string) {
+	if n == nil {
+		return
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	delete(n.entries, key)

@@ -74,6 +74,13 @@ type EtcdClusterReconciler struct {
 	// reported remembers the condition transitions already reported in events (transitions.go); nil
 	// reports every transition.
 	reported *conditionMemory
+	// unchanged remembers the managed objects last found as desired (apply.go); nil remembers none.
+	unchanged *noopCache
+}
+
+// objects applies the cluster's managed objects (applyIfChanged).
+func (r *EtcdClusterReconciler) objects() objectApplier {
+	return objectApplier{c: r.Client, live: r.liveReader(), unchanged: r.unchanged}
 }
 
 // now is the reconciler's clock's time: tests drive time instead of waiting for it.
@@ -233,14 +240,14 @@ func (r *EtcdClusterReconciler) reconcileConfigMap(ctx context.Context, c *etcdv
 		return nil // etcd unreachable after formation: keep what members were started with
 	}
 	desired := resources.ConfigMap(c, memberConfig(c, d.Config, obs.urls))
-	changed, err := applyIfChanged(ctx, r.Client, r.liveReader(), &corev1.ConfigMap{}, desired, corev1ac.ExtractConfigMap)
+	changed, err := applyIfChanged(ctx, r.objects(), &corev1.ConfigMap{}, desired, corev1ac.ExtractConfigMap)
 	r.applied(ctx, c, changed, "ConfigMap", resources.ConfigMapName(c))
 	return err
 }
 
 func (r *EtcdClusterReconciler) reconcileServices(ctx context.Context, c *etcdv1alpha1.EtcdCluster, d membership.Decision, obs observation) error {
 	for _, desired := range []*corev1ac.ServiceApplyConfiguration{resources.PeerService(c), resources.ClientService(c)} {
-		changed, err := applyIfChanged(ctx, r.Client, r.liveReader(), &corev1.Service{}, desired, corev1ac.ExtractService)
+		changed, err := applyIfChanged(ctx, r.objects(), &corev1.Service{}, desired, corev1ac.ExtractService)
 		if err != nil {
 			return err
 		}
@@ -281,7 +288,7 @@ func (r *EtcdClusterReconciler) reconcileStatefulSet(ctx context.Context, c *etc
 	if !existing.DeletionTimestamp.IsZero() {
 		return nil // being replaced; its deletion event brings us back
 	}
-	changed, err := applyIfChanged(ctx, r.Client, r.liveReader(), existing, desired, extractStatefulSet)
+	changed, err := applyIfChanged(ctx, r.objects(), existing, desired, extractStatefulSet)
 	r.applied(ctx, c, changed, "StatefulSet", resources.StatefulSetName(c))
 	if changed {
 		failpoint.Inject(failpoint.AfterStatefulSetApply)
@@ -340,7 +347,7 @@ func (r *EtcdClusterReconciler) growVolumeClaims(ctx context.Context, c *etcdv1a
 
 func (r *EtcdClusterReconciler) reconcilePodDisruptionBudget(ctx context.Context, c *etcdv1alpha1.EtcdCluster, d membership.Decision, obs observation) error {
 	desired := resources.PodDisruptionBudget(c, obs.voters(c))
-	changed, err := applyIfChanged(ctx, r.Client, r.liveReader(), &policyv1.PodDisruptionBudget{}, desired, policyv1ac.ExtractPodDisruptionBudget)
+	changed, err := applyIfChanged(ctx, r.objects(), &policyv1.PodDisruptionBudget{}, desired, policyv1ac.ExtractPodDisruptionBudget)
 	r.applied(ctx, c, changed, "PodDisruptionBudget", resources.PDBName(c))
 	return err
 }
@@ -365,7 +372,7 @@ func (r *EtcdClusterReconciler) reconcileBackupCronJob(ctx context.Context, c *e
 		return nil
 	}
 	desired := resources.BackupCronJob(c, obs.options)
-	changed, err := applyIfChanged(ctx, r.Client, r.liveReader(), &batchv1.CronJob{}, desired, batchv1ac.ExtractCronJob)
+	changed, err := applyIfChanged(ctx, r.objects(), &batchv1.CronJob{}, desired, batchv1ac.ExtractCronJob)
 	r.applied(ctx, c, changed, "CronJob", resources.BackupCronJobName(c))
 	return err
 }
@@ -409,7 +416,7 @@ func (r *EtcdClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) *builder.TypedBuilder[reconcile.Request] {
-	r.reported = newConditionMemory()
+	r.reported, r.unchanged = newConditionMemory(), newNoopCache()
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1alpha1.EtcdCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&appsv1.StatefulSet{}).

@@ -22,7 +22,7 @@ import (
 // the one it created once it is turned off.
 func (r *EtcdClusterReconciler) reconcileNetworkPolicy(ctx context.Context, c *etcdv1alpha1.EtcdCluster, _ membership.Decision, obs observation) error {
 	if c.Spec.NetworkPolicy.Enabled {
-		changed, err := applyIfChanged(ctx, r.Client, r.liveReader(), &networkingv1.NetworkPolicy{}, resources.NetworkPolicy(c, obs.options), networkingv1ac.ExtractNetworkPolicy)
+		changed, err := applyIfChanged(ctx, r.objects(), &networkingv1.NetworkPolicy{}, resources.NetworkPolicy(c, obs.options), networkingv1ac.ExtractNetworkPolicy)
 		r.applied(ctx, c, changed, "NetworkPolicy", resources.NetworkPolicyName(c))
 		return err
 	}

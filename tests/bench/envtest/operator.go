@@ -24,7 +24,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/seedops/etcd-operator/controllers"
-	"github.com/seedops/etcd-operator/internal/etcd"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
@@ -89,26 +88,8 @@ func runOperator() error {
 	if err != nil {
 		return err
 	}
-	if err := (&controllers.EtcdClusterReconciler{
-		Client:         mgr.GetClient(),
-		Scheme:         mgr.GetScheme(),
-		APIReader:      mgr.GetAPIReader(),
-		Recorder:       mgr.GetEventRecorder("etcd-operator"),
-		Options:        options,
-		Dialer:         etcd.NewDialer(5 * time.Second),
-		HealAfter:      3 * time.Minute,
-		HealthInterval: 30 * time.Second,
-
-		MaxConcurrentReconciles: envInt("BENCH_MAX_CONCURRENT_RECONCILES", 4),
-	}).SetupWithManager(mgr); err != nil {
-		return err
-	}
-	if err := (&controllers.EtcdBackupReconciler{
-		Client:   mgr.GetClient(),
-		Scheme:   mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder("etcd-operator"),
-		Options:  options,
-	}).SetupWithManager(mgr); err != nil {
+	if err := controllers.Setup(mgr, controllers.Config{Options: options, HealAfter: 3 * time.Minute, HealthInterval: 30 * time.Second,
+		MaxConcurrentReconciles: envInt("BENCH_MAX_CONCURRENT_RECONCILES", 4)}); err != nil {
 		return err
 	}
 
