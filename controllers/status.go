@@ -77,122 +77,21 @@ func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.De
 	if obs.authEnabled != nil {
 		s.AuthEnabled = obs.authEnabled
 	}
-	var refusal tlsRefusal
-	refused := errors.As(reconcileErr, &refusal)
-	var unmanaged unmanagedSecret
-	notManaged := errors.As(reconcileErr, &unmanaged)
-
-	voters, healthy := obs.voters(c), obs.readyReplicas
-	if obs.reachable {
-		healthy = 0
-		lowest := ""
-		for _, m := range s.Members {
-			if m.Healthy && !m.Learner {
-				healthy++
-			}
-			if m.Version != "" && (lowest == "" || versionLess(m.Version, lowest)) {
-				lowest = m.Version
-			}
-		}
-		if lowest != "" {
-			s.CurrentVersion = lowest
-		}
+	f := newStatusFacts(c, obs, d, applied, reconcileErr, s.Members)
+	if f.currentVersion != "" {
+		s.CurrentVersion = f.currentVersion
 	}
-	quorum := resources.Quorum(voters)
-	formed := obs.formed(c) || healthy >= quorum
-	set := func(t string, st metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: t, Status: st, Reason: reason, Message: msg,
-			ObservedGeneration: c.Generation, LastTransitionTime: metav1.NewTime(now)})
+	for _, cond := range []struct {
+		typ   string
+		state conditionState
+	}{
+		{etcdv1alpha1.ConditionAvailable, availableCondition(f)},
+		{etcdv1alpha1.ConditionProgressing, progressingCondition(f, s.CurrentVersion)},
+		{etcdv1alpha1.ConditionDegraded, degradedCondition(f)},
+	} {
+		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: cond.typ, Status: cond.state.status, Reason: cond.state.reason,
+			Message: cond.state.message, ObservedGeneration: c.Generation, LastTransitionTime: metav1.NewTime(now)})
 	}
-
-	// Available: a quorum of voting members is healthy.
-	switch {
-	case healthy >= quorum:
-		set(etcdv1alpha1.ConditionAvailable, metav1.ConditionTrue, ReasonQuorumHealthy,
-			fmt.Sprintf("%d of %d voting members healthy (quorum %d)", healthy, voters, quorum))
-	case formed:
-		set(etcdv1alpha1.ConditionAvailable, metav1.ConditionFalse, ReasonQuorumLost,
-			fmt.Sprintf("only %d of %d voting members healthy; quorum needs %d", healthy, voters, quorum))
-	default:
-		set(etcdv1alpha1.ConditionAvailable, metav1.ConditionFalse, ReasonBootstrapping,
-			fmt.Sprintf("waiting for members to start: %d of %d ready, quorum needs %d", healthy, voters, quorum))
-	}
-
-	// Progressing: the cluster is still moving towards its spec.
-	switch {
-	case obs.restoreFailed != "":
-		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonRestoreFailed, obs.restoreFailed)
-	case obs.restoreWait != "" && obs.statefulSet == nil:
-		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonWaitingForBackup, obs.restoreWait)
-	case c.Spec.Paused:
-		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonPaused, "reconciliation is paused (spec.paused)")
-	case refused:
-		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonTLSRefused, refusal.msg)
-	case reconcileErr != nil:
-		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonReconcileFailed, reconcileErr.Error())
-	case d.Phase == membership.PhaseStalled && c.Spec.Version != s.CurrentVersion:
-		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonUpgradeStalled, d.Message)
-	case d.Phase == membership.PhaseStalled:
-		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonMemberCannotStart, d.Message)
-	case obs.statefulSet == nil || d.Phase == membership.PhaseBootstrapping:
-		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonCreating, d.Message)
-	case d.Phase == membership.PhaseScaling:
-		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonScaling, d.Message)
-	case d.Phase == membership.PhaseUpgrading:
-		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonUpgrading, d.Message)
-	case d.Phase == membership.PhaseHealing:
-		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonHealing, d.Message)
-	case d.Phase == membership.PhaseBlocked:
-		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonBlocked, d.Message)
-	case d.Phase == membership.PhaseWaiting:
-		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonWaiting, d.Message)
-	case len(applied) > 0:
-		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonApplying, "applied "+strings.Join(applied, ", ")+"; waiting for the members to follow")
-	case int32(len(obs.pods)) != c.Spec.Replicas:
-		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonScaling,
-			fmt.Sprintf("%d of %d member pods exist", len(obs.pods), c.Spec.Replicas))
-	default:
-		set(etcdv1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonReconciled, "members and managed objects match the spec")
-	}
-
-	// Degraded: the operator cannot converge, or a formed cluster has an unhealthy voting member. A learner
-	// does not count: it holds no vote, so the cluster tolerates as many failures with it as without,
-	// and its start and catch-up are reported under Progressing (every scale step has one).
-	var unhealthy, unknown []string
-	for _, m := range s.Members {
-		if !m.Healthy && !m.Learner {
-			unhealthy = append(unhealthy, m.Name)
-		}
-		if m.Unknown {
-			unknown = append(unknown, m.Name)
-		}
-	}
-	switch {
-	case obs.restoreFailed != "":
-		set(etcdv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonRestoreFailed, obs.restoreFailed)
-	case refused:
-		set(etcdv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonTLSRefused, refusal.msg)
-	case notManaged:
-		set(etcdv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonSecretNotManaged, unmanaged.msg)
-	case reconcileErr != nil:
-		set(etcdv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonReconcileFailed, reconcileErr.Error())
-	case d.Phase == membership.PhaseStalled:
-		set(etcdv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonMemberCannotStart, d.Message)
-	case formed && (len(unhealthy) > 0 || healthy < voters):
-		msg := fmt.Sprintf("%d of %d voting members healthy", healthy, voters)
-		if len(unhealthy) > 0 {
-			msg += "; unhealthy: " + strings.Join(unhealthy, ", ")
-		}
-		set(etcdv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonMembersUnhealthy, msg)
-	case obs.etcdErr != nil && formed:
-		set(etcdv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonEtcdUnreachable, obs.etcdErr.Error())
-	case len(unknown) > 0:
-		set(etcdv1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonUnknownMembers,
-			"members not managed by the operator (left alone): "+strings.Join(unknown, ", "))
-	default:
-		set(etcdv1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonAsExpected, "no problems observed")
-	}
-
 	if obs.restore != nil && s.RestoredFrom == "" && meta.IsStatusConditionTrue(s.Conditions, etcdv1alpha1.ConditionAvailable) &&
 		restoredEveryMember(obs.pods) {
 		s.RestoredFrom = restoreLocation(obs.restore)
@@ -201,6 +100,149 @@ func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.De
 
 	s.Phase = phaseOf(c, s.Conditions)
 	return s
+}
+
+// conditionState is one condition's status, reason and message.
+type conditionState struct {
+	status          metav1.ConditionStatus
+	reason, message string
+}
+
+// statusFacts is what the conditions are derived from, computed once per reconcile.
+type statusFacts struct {
+	c       *etcdv1alpha1.EtcdCluster
+	obs     observation
+	d       membership.Decision
+	applied []string
+	err     error
+	// refusal and unmanaged are err's kind, when it is one of them.
+	refusal   *tlsRefusal
+	unmanaged *unmanagedSecret
+	// voters and healthy voting members (pods ready, while etcd cannot be asked), and quorum of voters.
+	voters, healthy, quorum int32
+	// formed: the cluster has ever had quorum.
+	formed bool
+	// currentVersion is the lowest version a member reports ("" while etcd cannot be asked).
+	currentVersion     string
+	unhealthy, unknown []string
+}
+
+func newStatusFacts(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.Decision, applied []string, err error,
+	members []etcdv1alpha1.MemberStatus) statusFacts {
+	f := statusFacts{c: c, obs: obs, d: d, applied: applied, err: err, voters: obs.voters(c), healthy: obs.readyReplicas}
+	var refusal tlsRefusal
+	if errors.As(err, &refusal) {
+		f.refusal = &refusal
+	}
+	var unmanaged unmanagedSecret
+	if errors.As(err, &unmanaged) {
+		f.unmanaged = &unmanaged
+	}
+	if obs.reachable {
+		f.healthy = 0
+		for _, m := range members {
+			if m.Healthy && !m.Learner {
+				f.healthy++
+			}
+			if m.Version != "" && (f.currentVersion == "" || versionLess(m.Version, f.currentVersion)) {
+				f.currentVersion = m.Version
+			}
+		}
+	}
+	// A learner does not count as unhealthy: it holds no vote, so the cluster tolerates as many failures
+	// with it as without, and its start and catch-up are reported under Progressing.
+	for _, m := range members {
+		if !m.Healthy && !m.Learner {
+			f.unhealthy = append(f.unhealthy, m.Name)
+		}
+		if m.Unknown {
+			f.unknown = append(f.unknown, m.Name)
+		}
+	}
+	f.quorum = resources.Quorum(f.voters)
+	f.formed = obs.formed(c) || f.healthy >= f.quorum
+	return f
+}
+
+// availableCondition: a quorum of voting members is healthy.
+func availableCondition(f statusFacts) conditionState {
+	switch {
+	case f.healthy >= f.quorum:
+		return conditionState{metav1.ConditionTrue, ReasonQuorumHealthy,
+			fmt.Sprintf("%d of %d voting members healthy (quorum %d)", f.healthy, f.voters, f.quorum)}
+	case f.formed:
+		return conditionState{metav1.ConditionFalse, ReasonQuorumLost,
+			fmt.Sprintf("only %d of %d voting members healthy; quorum needs %d", f.healthy, f.voters, f.quorum)}
+	}
+	return conditionState{metav1.ConditionFalse, ReasonBootstrapping,
+		fmt.Sprintf("waiting for members to start: %d of %d ready, quorum needs %d", f.healthy, f.voters, f.quorum)}
+}
+
+// progressingCondition: the cluster is still moving towards its spec, from the first reconcile of a change
+// until the members follow it.
+func progressingCondition(f statusFacts, currentVersion string) conditionState {
+	c, obs, d := f.c, f.obs, f.d
+	switch {
+	case obs.restoreFailed != "":
+		return conditionState{metav1.ConditionFalse, ReasonRestoreFailed, obs.restoreFailed}
+	case obs.restoreWait != "" && obs.statefulSet == nil:
+		return conditionState{metav1.ConditionTrue, ReasonWaitingForBackup, obs.restoreWait}
+	case c.Spec.Paused:
+		return conditionState{metav1.ConditionFalse, ReasonPaused, "reconciliation is paused (spec.paused)"}
+	case f.refusal != nil:
+		return conditionState{metav1.ConditionFalse, ReasonTLSRefused, f.refusal.msg}
+	case f.err != nil:
+		return conditionState{metav1.ConditionTrue, ReasonReconcileFailed, f.err.Error()}
+	case d.Phase == membership.PhaseStalled && c.Spec.Version != currentVersion:
+		return conditionState{metav1.ConditionFalse, ReasonUpgradeStalled, d.Message}
+	case d.Phase == membership.PhaseStalled:
+		return conditionState{metav1.ConditionFalse, ReasonMemberCannotStart, d.Message}
+	case obs.statefulSet == nil || d.Phase == membership.PhaseBootstrapping:
+		return conditionState{metav1.ConditionTrue, ReasonCreating, d.Message}
+	case d.Phase == membership.PhaseScaling:
+		return conditionState{metav1.ConditionTrue, ReasonScaling, d.Message}
+	case d.Phase == membership.PhaseUpgrading:
+		return conditionState{metav1.ConditionTrue, ReasonUpgrading, d.Message}
+	case d.Phase == membership.PhaseHealing:
+		return conditionState{metav1.ConditionTrue, ReasonHealing, d.Message}
+	case d.Phase == membership.PhaseBlocked:
+		return conditionState{metav1.ConditionFalse, ReasonBlocked, d.Message}
+	case d.Phase == membership.PhaseWaiting:
+		return conditionState{metav1.ConditionTrue, ReasonWaiting, d.Message}
+	case len(f.applied) > 0:
+		return conditionState{metav1.ConditionTrue, ReasonApplying, "applied " + strings.Join(f.applied, ", ") + "; waiting for the members to follow"}
+	case int32(len(obs.pods)) != c.Spec.Replicas:
+		return conditionState{metav1.ConditionTrue, ReasonScaling, fmt.Sprintf("%d of %d member pods exist", len(obs.pods), c.Spec.Replicas)}
+	}
+	return conditionState{metav1.ConditionFalse, ReasonReconciled, "members and managed objects match the spec"}
+}
+
+// degradedCondition: the operator cannot converge, or a formed cluster has an unhealthy voting member.
+func degradedCondition(f statusFacts) conditionState {
+	obs := f.obs
+	switch {
+	case obs.restoreFailed != "":
+		return conditionState{metav1.ConditionTrue, ReasonRestoreFailed, obs.restoreFailed}
+	case f.refusal != nil:
+		return conditionState{metav1.ConditionTrue, ReasonTLSRefused, f.refusal.msg}
+	case f.unmanaged != nil:
+		return conditionState{metav1.ConditionTrue, ReasonSecretNotManaged, f.unmanaged.msg}
+	case f.err != nil:
+		return conditionState{metav1.ConditionTrue, ReasonReconcileFailed, f.err.Error()}
+	case f.d.Phase == membership.PhaseStalled:
+		return conditionState{metav1.ConditionTrue, ReasonMemberCannotStart, f.d.Message}
+	case f.formed && (len(f.unhealthy) > 0 || f.healthy < f.voters):
+		msg := fmt.Sprintf("%d of %d voting members healthy", f.healthy, f.voters)
+		if len(f.unhealthy) > 0 {
+			msg += "; unhealthy: " + strings.Join(f.unhealthy, ", ")
+		}
+		return conditionState{metav1.ConditionTrue, ReasonMembersUnhealthy, msg}
+	case obs.etcdErr != nil && f.formed:
+		return conditionState{metav1.ConditionTrue, ReasonEtcdUnreachable, obs.etcdErr.Error()}
+	case len(f.unknown) > 0:
+		return conditionState{metav1.ConditionTrue, ReasonUnknownMembers, "members not managed by the operator (left alone): " + strings.Join(f.unknown, ", ")}
+	}
+	return conditionState{metav1.ConditionFalse, ReasonAsExpected, "no problems observed"}
 }
 
 // phaseOf summarises the conditions in one word.
