@@ -47,8 +47,12 @@ all: build
 ##@ General
 
 .PHONY: help
-help: ## Display this help.
-	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+help: ## Display this help (targets of the same section are listed together, whichever file defines them).
+	@awk 'BEGIN {FS = ":.*##"} \
+	  /^##@/ { sec = substr($$0, 5); if (!(sec in seen)) { seen[sec] = 1; order[++n] = sec }; next } \
+	  /^[a-zA-Z_0-9-]+:.*?##/ { lines[sec] = lines[sec] sprintf("  \033[36m%-18s\033[0m %s\n", $$1, $$2) } \
+	  END { printf "\nUsage:\n  make \033[36m<target>\033[0m\n"; \
+	        for (i = 1; i <= n; i++) if (lines[order[i]] != "") printf "\n\033[1m%s\033[0m\n%s", order[i], lines[order[i]] }' $(MAKEFILE_LIST)
 
 ##@ Development
 
@@ -68,10 +72,14 @@ fmt: ## go fmt.
 vet: ## go vet.
 	go vet ./...
 
+##@ Test
+
 .PHONY: test
 test: manifests generate fmt vet envtest etcd minio ## Unit, golden-file, real-etcd, real-S3 and envtest suites, then bundle and catalog validation (offline).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" ETCD_BIN_DIR="$(ETCD_BIN)" MINIO_BIN="$(MINIO)" go test -tags failpoints $$(go list ./... | grep -v /tests/e2e) -coverprofile cover.out
 	$(MAKE) bundle-validate
+
+##@ Benchmarks
 
 .PHONY: bench
 bench: etcd ## Benchmarks (not tests): Go benchmarks against real etcd, the envtest scale run, the node figures (bench-node), then the report (~1 h warm).
@@ -80,6 +88,8 @@ bench: etcd ## Benchmarks (not tests): Go benchmarks against real etcd, the envt
 	  ETCD_BIN_DIR="$(ETCD_BIN)" go test -run '^$$' -bench BackupRestore -benchtime 1x -timeout 30m ./internal/backup/ && \
 	  echo "load: $$(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min)"; } | tee $(BENCH_DIR)/go-bench.txt
 	$(MAKE) --no-print-directory bench-envtest bench-node bench-report
+
+##@ Development
 
 .PHONY: update-golden
 update-golden: ## Rewrite golden files from the builders.
@@ -132,7 +142,7 @@ undeploy: kustomize kubectl ## Remove the operator.
 ##@ Demo
 
 .PHONY: demo
-demo: ## The main job: local node + operator (make deploy) + the design's EtcdCluster, waited for until Available.
+demo: ## Local node + operator (make deploy) + the sample EtcdCluster, waited for until Available.
 	hack/demo.sh
 
 .PHONY: print-kubectl

@@ -7,7 +7,7 @@ CHAOS_DURATION ?= 2m
 # CHAOS_SEED replays a fault schedule (the run prints its seed); empty picks one.
 CHAOS_SEED ?=
 
-##@ Chaos
+##@ Test
 
 .PHONY: test-chaos
 test-chaos: cluster-up ## Chaos e2e on the local node for CHAOS_DURATION (default 2m): prints availability and the longest unavailable window.

@@ -25,7 +25,7 @@ FUZZ_TARGETS := \
 	./controllers:FuzzWatchNamespaces \
 	./controllers:FuzzRestoreFailure
 
-##@ Fuzzing
+##@ Test
 
 # Go's fuzzing engine can stop with "context deadline exceeded" when -fuzztime ends while a worker starts
 # up; that writes no failing input, and the target is run once more. A crash always writes one: it fails at once.

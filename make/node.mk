@@ -26,6 +26,8 @@ cluster-down: ## Stop the local node and undo its processes, mounts, iptables ch
 images: ## Build the operator, etcd, pause and busybox images offline and push them to the node's registry (localhost:5000); test-e2e adds MinIO.
 	VERSION=$(VERSION) hack/node/images.sh
 
+##@ Test
+
 .PHONY: test-e2e
 test-e2e: cluster-up minio ## Deploy the operator (make deploy) on the local node and run the e2e suite (tests/e2e).
 	VERSION=$(VERSION) MINIO_BIN=$(MINIO) FAILPOINT_IMAGE=1 hack/node/images.sh

@@ -36,6 +36,8 @@ olmv1-up: olm-up ## Install OLM v1 (catalogd, operator-controller) next to OLM v
 olmv1-down: ## Remove OLM v1 (ClusterExtensions, ClusterCatalogs, its namespace and CRDs) from the local node.
 	hack/olm/olmv1-down.sh
 
+##@ Test
+
 .PHONY: test-olmv1
 test-olmv1: olmv1-up ## Install the bundle through OLM v1 (ClusterExtension from the ClusterCatalog) on the local node.
 	$(MAKE) --no-print-directory test-olm-run OLM_LABEL_FILTER=olmv1
@@ -45,7 +47,8 @@ test-olm: olm-up ## Install, upgrade and remove the operator through OLM v0 and 
 	$(MAKE) --no-print-directory test-olm-run
 
 .PHONY: test-olm-run
-test-olm-run: operator-sdk ## Install, upgrade and remove the operator through OLM v0 and operator-sdk on the local node (tests/olm).
+# test-olm-run runs tests/olm on a node where OLM is already up (test-olm and test-olmv1 bring it up first).
+test-olm-run: operator-sdk
 	@# An operator from `make deploy` would reconcile the same clusters: remove its deployment (not its CRD, which
 	@# EtcdClusters of others depend on).
 	$(KUBECTL) --kubeconfig $(NODE_KUBECONFIG) -n etcd-operator-system delete deployment --all --ignore-not-found --wait=true

@@ -13,6 +13,8 @@ SCORECARD_NODE_WAIT ?= 20m
 scorecard-images: ## Build the scorecard images (scorecard-test, the custom tests, untar, the alm-examples' etcd) offline and push them to localhost:5000.
 	VERSION=$(VERSION) hack/node/scorecard-images.sh
 
+##@ Test
+
 .PHONY: scorecard-node
 scorecard-node: cluster-up operator-sdk kustomize kubectl ## Deploy the operator on the local node and run every scorecard test (basic, olm, custom); fails unless all pass.
 	VERSION=$(VERSION) IMAGE_TAG_BASE=$(IMAGE_TAG_BASE) OPERATOR_SDK=$(OPERATOR_SDK) KUSTOMIZE=$(KUSTOMIZE) \
