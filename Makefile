@@ -26,6 +26,7 @@ $(LOCALBIN):
 ## Pinned versions.
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 KUSTOMIZE_VERSION ?= v5.8.2
+GOLANGCI_LINT_VERSION ?= v2.15.0
 # MinIO, the S3-compatible server the object-store backup tests run against (it has no semver tags).
 MINIO_VERSION ?= v0.0.0-20260212201848-7aac2a2c5b7c
 # Kubernetes and etcd versions come from the wrapper modules under hack/tools (one place to change them).
@@ -34,6 +35,7 @@ ETCD_VERSION := $(shell awk '$$1=="go.etcd.io/etcd/server/v3" {print $$2}' hack/
 
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 MINIO ?= $(LOCALBIN)/minio-$(MINIO_VERSION)
 KUBE_BIN := $(LOCALBIN)/k8s/$(K8S_VERSION)
 ETCD_BIN := $(LOCALBIN)/etcd/$(ETCD_VERSION)
@@ -71,6 +73,10 @@ fmt: ## go fmt.
 .PHONY: vet
 vet: ## go vet.
 	go vet ./...
+
+.PHONY: lint
+lint: golangci-lint ## golangci-lint with the bug-finding linters of .golangci.yml (every build tag's files).
+	$(GOLANGCI_LINT) run --timeout 10m --max-issues-per-linter 0 --max-same-issues 0 ./...
 
 ##@ Test
 
@@ -155,6 +161,11 @@ print-kubectl: kubectl
 controller-gen: $(CONTROLLER_GEN)
 $(CONTROLLER_GEN): | $(LOCALBIN)
 	$(call go-install-tool,$(CONTROLLER_GEN),sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_TOOLS_VERSION))
+
+.PHONY: golangci-lint
+golangci-lint: $(GOLANGCI_LINT)
+$(GOLANGCI_LINT): | $(LOCALBIN)
+	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
 
 .PHONY: kustomize
 kustomize: $(KUSTOMIZE)

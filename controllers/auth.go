@@ -119,7 +119,7 @@ func passwordIn(secret *corev1.Secret) (string, error) {
 	if p := secret.Data[rootPasswordKey]; len(p) > 0 {
 		return string(p), nil
 	}
-	return "", waitError{fmt.Errorf("Secret %s has no %q key for the root password", secret.Name, rootPasswordKey), authRetry}
+	return "", waitError{fmt.Errorf("the Secret %s has no %q key for the root password", secret.Name, rootPasswordKey), authRetry}
 }
 
 // sortedClientURLs are the member pods' client URLs in a stable order.

@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
@@ -208,7 +207,7 @@ func applyBackupPVC(ctx context.Context, c client.Client, ec *etcdv1alpha1.EtcdC
 	if !apierrors.IsNotFound(err) {
 		return false, err
 	}
-	var ac *corev1ac.PersistentVolumeClaimApplyConfiguration = resources.BackupPVC(ec, d)
+	ac := resources.BackupPVC(ec, d)
 	if err := c.Apply(ctx, ac, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return false, fmt.Errorf("apply backup claim %s: %w", resources.BackupPVCName(ec), err)
 	}

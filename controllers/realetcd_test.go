@@ -242,7 +242,7 @@ func (k *fakeKubelet) checkAgreement(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	defer cli.Close()
+	defer func() { _ = cli.Close() }()
 	replicas := k.replicas(ctx)
 	members, err := cli.MemberList(ctx)
 	if err != nil || replicas < 0 || k.replicas(ctx) != replicas {
@@ -304,7 +304,7 @@ func etcdMembers(ctx context.Context, procs *etcdtest.Cluster, tlsConfig *tls.Co
 	if err != nil {
 		return nil
 	}
-	defer cli.Close()
+	defer func() { _ = cli.Close() }()
 	list, err := cli.MemberList(ctx)
 	if err != nil {
 		return nil
@@ -444,7 +444,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		idOf := func(g Gomega) string {
 			cli, err := etcd.NewDialer(2*time.Second).Dial(ctx, []string{procs.ClientURL(0)}, kubelet.tlsConfig())
 			g.Expect(err).NotTo(HaveOccurred())
-			defer cli.Close()
+			defer func() { _ = cli.Close() }()
 			list, err := cli.MemberList(ctx)
 			g.Expect(err).NotTo(HaveOccurred())
 			for _, m := range list {
@@ -543,7 +543,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 				cfg.ServerName = "127.0.0.1"
 				conn, err := tls.Dial("tcp", strings.TrimPrefix(procs.ClientURL(i), "https://"), cfg)
 				g.Expect(err).NotTo(HaveOccurred())
-				defer conn.Close()
+				defer func() { _ = conn.Close() }()
 				g.Expect(conn.ConnectionState().PeerCertificates[0].SerialNumber).To(Equal(renewed.SerialNumber))
 			}, 30*time.Second, 200*time.Millisecond).Should(Succeed(), "member %d", i)
 		}
@@ -567,7 +567,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 			if err != nil {
 				return err
 			}
-			defer cli.Close()
+			defer func() { _ = cli.Close() }()
 			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
 			_, err = cli.Put(pctx, "/auth/test", user)

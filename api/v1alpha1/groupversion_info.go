@@ -13,7 +13,9 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "etcd.seedops.io", Version: "v1alpha1"}
 
 	// SchemeBuilder is used to add Go types to the GroupVersionKind scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	// (controller-runtime deprecates this helper for API packages others import; the types register with
+	// it in the kubebuilder layout, and this module is the API's only importer.)
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion} //nolint:staticcheck // see above
 
 	// AddToScheme adds the types in this group-version to the given scheme.
 	AddToScheme = SchemeBuilder.AddToScheme

@@ -16,7 +16,7 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv("FAILPOINT_TEST_CHILD") == "1" {
 		if _, err := ArmFromEnv(); err != nil {
-			os.Stderr.WriteString(err.Error())
+			_, _ = os.Stderr.WriteString(err.Error())
 			os.Exit(2)
 		}
 		Inject(AfterMembershipStep)

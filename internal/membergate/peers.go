@@ -56,7 +56,7 @@ func fetchMembers(ctx context.Context, hc *http.Client, peerURL string) (MemberL
 	if err != nil {
 		return MemberList{}, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
 		return MemberList{}, err

@@ -76,7 +76,7 @@ func readSegmentMetadata(path string) (WALMetadata, error) {
 	if err != nil {
 		return WALMetadata{}, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	dec := wal.NewDecoder(fileutil.NewFileReader(f))
 	var rec walpb.Record
 	for range 2 {

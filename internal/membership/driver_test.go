@@ -71,7 +71,7 @@ func (d *driver) view(ctx context.Context) (etcdView, bool) {
 	if err != nil {
 		return v, false
 	}
-	defer cli.Close()
+	defer func() { _ = cli.Close() }()
 	if v.members, err = cli.MemberList(ctx); err != nil {
 		return v, false
 	}
@@ -229,7 +229,7 @@ func (d *driver) do(ctx context.Context, a membership.Action, v etcdView) error 
 	if err != nil {
 		return err
 	}
-	defer cli.Close()
+	defer func() { _ = cli.Close() }()
 	return a.ApplyToEtcd(ctx, cli, d.c.PeerURL(a.Ordinal))
 }
 

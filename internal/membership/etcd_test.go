@@ -61,10 +61,10 @@ func TestScaleDownMovesLeadershipAndRemovesHighestFirst(t *testing.T) {
 			if err := leaderCli.MoveLeader(ctx, top); err != nil {
 				t.Fatal(err)
 			}
-			leaderCli.Close()
+			_ = leaderCli.Close()
 		}
 	}
-	cli.Close()
+	_ = cli.Close()
 
 	start := time.Now()
 	d = d.restart(3, 0)
@@ -229,7 +229,7 @@ func TestUnknownMemberIsReportedNotRemoved(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	cli.Close()
+	_ = cli.Close()
 	d = d.restart(3, 0)
 	for range 5 {
 		dec, err := d.step(ctx)
@@ -341,7 +341,7 @@ func copyFile(t *testing.T, from, to string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer in.Close()
+	defer func() { _ = in.Close() }()
 	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
 	if err != nil {
 		t.Fatal(err)

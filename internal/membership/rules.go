@@ -148,7 +148,7 @@ func stalled(o Observed, v view) (Decision, bool) {
 	var stuck []string
 	for _, ord := range sortedOrdinals(o.Pods) {
 		p := o.Pods[ord]
-		if p.CannotStart == "" || p.Terminating || !(imageFailure(p.CannotStart) || rolling) {
+		if p.CannotStart == "" || p.Terminating || !imageFailure(p.CannotStart) && !rolling {
 			continue
 		}
 		if m, ok := byOrdinal(v.ours, ord); ok && m.Healthy {

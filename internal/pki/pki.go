@@ -3,7 +3,6 @@
 package pki
 
 import (
-	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -245,7 +244,7 @@ func sameIPs(a, b []net.IP) bool {
 		return false
 	}
 	for _, ip := range a {
-		if !slices.ContainsFunc(b, func(o net.IP) bool { return bytes.Equal(ip.To16(), o.To16()) }) {
+		if !slices.ContainsFunc(b, ip.Equal) {
 			return false
 		}
 	}

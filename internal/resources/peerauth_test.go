@@ -3,6 +3,7 @@ package resources_test
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -92,7 +93,7 @@ func TestPeerPortRefusesClientCertificates(t *testing.T) {
 		}
 		_ = resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			return &http.ProtocolError{ErrorString: resp.Status}
+			return fmt.Errorf("peer port answered %s", resp.Status)
 		}
 		return nil
 	}

@@ -171,7 +171,7 @@ var _ = Describe("Chaos", Label("chaos"), func() {
 		AddReportEntry("chaos", summary)
 		GinkgoWriter.Println(summary)
 		GinkgoWriter.Println("chaos timeline:\n  " + strings.Join(timeline, "\n  "))
-		fmt.Fprintln(GinkgoWriter)
+		_, _ = fmt.Fprintln(GinkgoWriter)
 		// Also on stdout even without -v, for `make test-chaos` logs.
 		fmt.Println(summary)
 	})

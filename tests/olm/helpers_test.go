@@ -154,12 +154,6 @@ func newCluster(ns, name string, replicas int32) *etcdv1alpha1.EtcdCluster {
 	return c
 }
 
-func getCluster(c *etcdv1alpha1.EtcdCluster) *etcdv1alpha1.EtcdCluster {
-	out := &etcdv1alpha1.EtcdCluster{}
-	ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKeyFromObject(c), out)).To(Succeed())
-	return out
-}
-
 // waitAvailable waits for the Available condition with every member ready.
 func waitAvailable(c *etcdv1alpha1.EtcdCluster, timeout time.Duration) {
 	start := time.Now()

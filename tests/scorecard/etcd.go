@@ -26,7 +26,7 @@ func PutKey(ctx context.Context, endpoint string, tlsConfig *tls.Config, key, va
 	if err != nil {
 		return 0, err
 	}
-	defer cli.Close()
+	defer func() { _ = cli.Close() }()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	resp, err := cli.Put(ctx, key, value)

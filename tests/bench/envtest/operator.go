@@ -234,7 +234,7 @@ func procStatus() (rss, hwm, file int64) {
 	if err != nil {
 		return 0, 0, 0
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())

@@ -88,7 +88,7 @@ func captureStderr(res *scorecard.Result) (drained func(), err error) {
 	}()
 	return func() {
 		os.Stderr = orig
-		w.Close()
+		_ = w.Close()
 		<-done
 	}, nil
 }

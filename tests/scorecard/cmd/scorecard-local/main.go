@@ -117,7 +117,7 @@ func results(args []string) error {
 		if err != nil {
 			return err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		in = f
 	}
 	var list v1alpha3.TestList
