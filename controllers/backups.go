@@ -55,7 +55,8 @@ func jobFinished(j *batchv1.Job) (done, succeeded bool, at time.Time) {
 }
 
 // jobResult reads the result a finished Job's pod reported: the succeeded pod's for a complete Job, the
-// newest failed pod's otherwise.
+// newest failed pod's otherwise. Only the Job's own pods count: a pod left from an earlier Job of the same
+// name would report another run.
 func jobResult(ctx context.Context, c client.Client, j *batchv1.Job, succeeded bool) (backupResult, error) {
 	pods := &corev1.PodList{}
 	if err := c.List(ctx, pods, client.InNamespace(j.Namespace), client.MatchingLabels{batchv1.JobNameLabel: j.Name}); err != nil {
@@ -63,6 +64,9 @@ func jobResult(ctx context.Context, c client.Client, j *batchv1.Job, succeeded b
 	}
 	var best *corev1.ContainerStateTerminated
 	for i := range pods.Items {
+		if !metav1.IsControlledBy(&pods.Items[i], j) {
+			continue
+		}
 		for _, cs := range pods.Items[i].Status.ContainerStatuses {
 			t := cs.State.Terminated
 			if cs.Name != resources.BackupContainerName || t == nil || (t.ExitCode == 0) != succeeded {

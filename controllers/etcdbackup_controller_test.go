@@ -31,7 +31,9 @@ func finishJob(ctx context.Context, job *batchv1.Job, succeeded bool, message st
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-run", Namespace: job.Namespace,
-			Labels: map[string]string{batchv1.JobNameLabel: job.Name, resources.LabelManagedBy: resources.ManagedBy}},
+			Labels: map[string]string{batchv1.JobNameLabel: job.Name, resources.LabelManagedBy: resources.ManagedBy},
+			// As the Job controller creates them: controlled by the Job.
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}},
 		Spec: job.Spec.Template.Spec,
 	}
 	Expect(k8sClient.Create(ctx, pod)).To(Succeed())
