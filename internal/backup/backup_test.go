@@ -17,7 +17,6 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/seedops/etcd-operator/internal/backup"
@@ -51,33 +50,13 @@ func startCluster(t testing.TB, name string, n int) *etcdtest.Cluster {
 
 func client(t testing.TB, c *etcdtest.Cluster, n int) *clientv3.Client {
 	t.Helper()
-	var eps []string
-	for i := 0; i < n; i++ {
-		eps = append(eps, c.ClientURL(i))
+	ords := make([]int, n)
+	for i := range ords {
+		ords[i] = i
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
-	// A linearizable read succeeds once the members have a leader.
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	for {
-		rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := cli.Get(rctx, "health")
-		rcancel()
-		if err == nil {
-			return cli
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("cluster %s never served a read: %v\n%s", c.Name, err, c.Log(0))
-		}
-	}
+	return c.Client(t, nil, ords...)
 }
 
-// writeData writes n keys, then overwrites and deletes some so the snapshot has history and tombstones.
-// It returns the live keys and the revision after the last write.
 func writeData(t *testing.T, cli *clientv3.Client, n int) (map[string]string, int64) {
 	t.Helper()
 	ctx := context.Background()

@@ -4,6 +4,8 @@
 package etcdtest
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -13,7 +15,11 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 // Binary returns the etcd binary built by `make etcd` (ETCD_BIN_DIR, set by `make test`).
@@ -257,4 +263,32 @@ func freePort() int {
 	}
 	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Client connects to the given members (over TLS when tlsConfig is set) and waits until they serve a
+// linearizable read, which needs a leader; the client is closed when the test ends.
+func (c *Cluster) Client(t testing.TB, tlsConfig *tls.Config, ords ...int) *clientv3.Client {
+	t.Helper()
+	var eps []string
+	for _, i := range ords {
+		eps = append(eps, c.ClientURL(i))
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second, TLS: tlsConfig, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for {
+		rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := cli.Get(rctx, "health")
+		rcancel()
+		if err == nil {
+			return cli
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("cluster %s never served a read: %v\n%s", c.Name, err, c.Log(ords[0]))
+		}
+	}
 }

@@ -51,28 +51,7 @@ func ordinals(n int) []int {
 // client connects to the given members and waits until they serve a linearizable read.
 func client(t *testing.T, c *etcdtest.Cluster, tlsConfig *tls.Config, ords ...int) *clientv3.Client {
 	t.Helper()
-	var eps []string
-	for _, i := range ords {
-		eps = append(eps, c.ClientURL(i))
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second, TLS: tlsConfig, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	for {
-		rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := cli.Get(rctx, "health")
-		rcancel()
-		if err == nil {
-			return cli
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("cluster %s never served a read: %v\n%s", c.Name, err, c.Log(ords[0]))
-		}
-	}
+	return c.Client(t, tlsConfig, ords...)
 }
 
 func memberID(t *testing.T, cli *clientv3.Client, name string) uint64 {
