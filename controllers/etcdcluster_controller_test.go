@@ -33,7 +33,7 @@ const (
 
 var clusterSeq int
 
-// newCluster returns the design's manifest under a fresh name.
+// newCluster returns the README's sample cluster under a fresh name.
 func newCluster(ns string) *etcdv1alpha1.EtcdCluster {
 	clusterSeq++
 	return &etcdv1alpha1.EtcdCluster{

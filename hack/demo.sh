@@ -18,7 +18,7 @@ step "operator: make deploy IMG=$image"
 make --no-print-directory deploy IMG="$image"
 "$kubectl" -n etcd-operator-system rollout status deployment/etcd-operator-controller-manager --timeout=5m
 
-# The design's manifest; offline, the etcd image comes from the node's registry instead of gcr.io.
+# The README's sample cluster; offline, the etcd image comes from the node's registry instead of gcr.io.
 step "EtcdCluster prod-etcd: 3 members of etcd 3.5.35, 1Gi each, backups at 02:00"
 "$kubectl" apply --server-side -f - <<'YAML'
 apiVersion: etcd.seedops.io/v1alpha1

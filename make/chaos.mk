@@ -1,4 +1,4 @@
-# The chaos run (issue 8) on the local node: a 3-member cluster with a writer while member pods are
+# The chaos run on the local node: a 3-member cluster with a writer while member pods are
 # killed, the operator is killed and one member's network is cut and restored, for CHAOS_DURATION.
 # Included by the top Makefile; uses node.mk's NODE_DIR and NODE_KUBECONFIG. Needs root (nsenter, iptables
 # into pod network namespaces), like the node itself; run it under the node lock as the other node targets.

@@ -127,7 +127,7 @@ func TestCreateRefusesBadManifests(t *testing.T) {
 
 func TestCreateAcceptsGoodManifests(t *testing.T) {
 	cases := map[string]string{
-		"the design's manifest":    design,
+		"the README's sample":      design,
 		"version only (defaults)":  "version: 3.6.5",
 		"oldest supported version": "version: 3.5.3",
 		"macro schedule":           "version: 3.5.9\nbackupSchedule: '@daily'",

@@ -126,7 +126,7 @@ for c in controller-manager scheduler kubelet kube-proxy; do write_kubeconfig "$
 write_kubeconfig "$KUBECONFIG_PATH" admin
 
 # --- containerd: CRI with the pause image from the local registry, plain HTTP to localhost:5000, and
-# restrict_oom_score_adj because this VM lacks CAP_SYS_RESOURCE (runc cannot lower oom_score_adj).
+# restrict_oom_score_adj because a VM may lack CAP_SYS_RESOURCE (runc cannot lower oom_score_adj).
 mkdir -p "$STATE/cni/net.d" "$RUN_DIR/containerd/certs.d/$REGISTRY"
 write_file "$RUN_DIR/containerd/certs.d/$REGISTRY/hosts.toml" <<EOF
 server = "http://$REGISTRY"

@@ -18,7 +18,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-// designCluster is the design's manifest with the defaults the API server fills in.
+// designCluster is the README's sample cluster with the defaults the API server fills in.
 func designCluster() *etcdv1alpha1.EtcdCluster {
 	return &etcdv1alpha1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd", Namespace: "db", UID: "0b7e6f1c-0000-4000-8000-000000000001"},

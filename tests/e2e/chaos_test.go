@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// The chaos run of issue 8: a writer runs while, at random moments, a random member pod is killed, the
+// The chaos run: a writer runs while, at random moments, a random member pod is killed, the
 // operator pod is killed, and one member's network is cut (iptables DROP inside the pod's network
 // namespace) and later restored. One member fault at a time (the next waits until every member is ready
 // again), so a majority is never down by design; operator kills come on top, also in the middle of a cut.

@@ -21,7 +21,7 @@ import (
 	"github.com/seedops/etcd-operator/internal/failpoint"
 )
 
-// The failpoint e2e of issue 8: the operator image built with the failpoints tag, armed through its
+// The failpoint e2e: the operator image built with the failpoints tag, armed through its
 // environment, exits the process (exit code 77, no deferred status write) right after a step of scale-up,
 // scale-down, upgrade, heal and certificate renewal. The kubelet restarts the container; the restarted
 // operator must pick up from what it finds and converge, with every acknowledged write kept. Each phase

@@ -57,7 +57,7 @@ func newNamespace(prefix string) string {
 	return ns.Name
 }
 
-// designCluster is the design's four-field EtcdCluster, with the image repository of the local registry.
+// designCluster is the README's four-field sample EtcdCluster, with the image repository of the local registry.
 func designCluster(ns, name, version string, replicas int32) *etcdv1alpha1.EtcdCluster {
 	return &etcdv1alpha1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},

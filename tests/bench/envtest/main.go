@@ -310,7 +310,7 @@ func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
 func clusterName(i int) string { return fmt.Sprintf("bench-%04d", i) }
 
-// benchCluster is the design's manifest (with a backup schedule, so every owned kind is created).
+// benchCluster is the README's sample cluster (with a backup schedule, so every owned kind is created).
 func benchCluster(i int, ns string) *etcdv1alpha1.EtcdCluster {
 	return &etcdv1alpha1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: clusterName(i), Namespace: ns},
