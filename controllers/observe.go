@@ -382,7 +382,7 @@ func (obs observation) planInput(c *etcdv1alpha1.EtcdCluster, now time.Time, hea
 	}
 	for ord, p := range obs.podByOrdinal {
 		in.Pods[ord] = membership.Pod{Ready: podReady(p), UpToDate: !outdated[p.Name], Terminating: !p.DeletionTimestamp.IsZero(),
-			CannotStart: podCannotStart(p), StaleData: gateRefusal(p)}
+			CannotStart: podCannotStart(p), StaleData: gateRefusal(p), Created: p.CreationTimestamp.Time}
 	}
 	for ord, pvc := range obs.pvcByOrdinal {
 		id, _ := strconv.ParseUint(pvc.Annotations[AnnotationMemberID], 16, 64)

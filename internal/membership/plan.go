@@ -49,6 +49,9 @@ type Pod struct {
 	// StaleData is the member gate's refusal: the pod's volume holds the data of a member etcd no longer
 	// has, so etcd must not start on it ("" when the gate did not refuse).
 	StaleData string
+	// Created is when the pod was created (zero if unknown): a member's heal clock never starts before
+	// its current pod did.
+	Created time.Time
 }
 
 // Volume is a member's data claim as observed.

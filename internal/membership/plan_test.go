@@ -377,6 +377,22 @@ func TestPlanSafety(t *testing.T) {
 				return o
 			}(),
 			action: ActionMarkReplace, ordinal: 2, replicas: 3, phase: PhaseHealing},
+		{name: "a member restarted after a long stall gets a whole window from its new pod",
+			in: func() Observed {
+				o := formed(3, 3, voters(3))
+				o.Members[1].Healthy, o.Members[1].Started, o.Members[1].UnhealthySince = false, true, now.Add(-time.Hour)
+				o.Pods[1] = Pod{UpToDate: true, Created: now.Add(-10 * time.Second)}
+				return o
+			}(),
+			replicas: 3, phase: PhaseWaiting, message: "2 of 3"},
+		{name: "a member whose stuck pod is being restarted is not healed on time",
+			in: func() Observed {
+				o := formed(3, 3, voters(3))
+				o.Members[1].Healthy, o.Members[1].Started, o.Members[1].UnhealthySince = false, true, now.Add(-time.Hour)
+				o.Pods[1] = Pod{Terminating: true, CannotStart: "ImagePullBackOff"}
+				return o
+			}(),
+			replicas: 3, phase: PhaseUpgrading, message: "waiting for every member to be healthy"},
 		{name: "no heal clock runs while the cluster had no quorum",
 			in: func() Observed {
 				o := formed(3, 3, voters(3))

@@ -244,14 +244,23 @@ func dataLost(o Observed, m Member) bool {
 }
 
 // unhealthyTooLong: the member failed to rejoin for HealAfter, counted only from when the cluster last had
-// quorum (after an outage every member starts late; that is no evidence against any one of them).
+// quorum (after an outage every member starts late; that is no evidence against any one of them) and from
+// when its current pod was created (a restarted member gets a whole window). A pod being restarted, or
+// one whose image cannot be had, is no evidence against the member's data either.
 func unhealthyTooLong(o Observed, v view, m Member) bool {
 	if m.Healthy || m.UnhealthySince.IsZero() {
+		return false
+	}
+	p, hasPod := o.Pods[m.Ordinal]
+	if hasPod && (p.Terminating || imageFailure(p.CannotStart)) {
 		return false
 	}
 	since := m.UnhealthySince
 	if v.healClockStart.After(since) {
 		since = v.healClockStart
+	}
+	if hasPod && p.Created.After(since) {
+		since = p.Created
 	}
 	return o.Now.Sub(since) >= o.HealAfter
 }
