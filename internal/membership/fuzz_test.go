@@ -107,8 +107,8 @@ func FuzzPlan(f *testing.F) {
 			return
 		}
 		// (A terminating pod's state does not describe the pod that will run; a member whose data is
-		// provably lost is replaced whatever its old pod did.)
-		if p := o.Pods[a.Ordinal]; a.Type == ActionMarkReplace && imageFailure(p.CannotStart) && !p.Terminating {
+		// provably lost, by its claim's record, is replaced whatever its pod does.)
+		if p := o.Pods[a.Ordinal]; a.Type == ActionMarkReplace && imageFailure(p.CannotStart) && !p.Terminating && !claimSaysDataLost(o, a) {
 			t.Fatalf("healing member %d, whose pod cannot pull its image (%s): the replacement would not start either", a.Ordinal, o.Pods[a.Ordinal].CannotStart)
 		}
 		voters, healthy := 0, 0
@@ -199,4 +199,16 @@ func FuzzPlan(f *testing.F) {
 func stuckPod(o Observed, ord int) bool {
 	p, ok := o.Pods[ord]
 	return ok && p.CannotStart != "" && !p.UpToDate && !p.Terminating
+}
+
+// claimSaysDataLost: the claim of the action's ordinal records another member's data, or the member's
+// recorded claim was replaced.
+func claimSaysDataLost(o Observed, a Action) bool {
+	vol := o.Volumes[a.Ordinal]
+	for _, m := range o.Members {
+		if m.ID == a.ID {
+			return m.ClaimReplaced || (vol.MemberID != 0 && vol.MemberID != m.ID)
+		}
+	}
+	return false
 }
