@@ -51,7 +51,7 @@ What next:
   kubectl patch etcdcluster prod-etcd --type merge -p '{"spec":{"version":"3.6.16"}}'  # rolling upgrade
   kubectl describe etcdcluster prod-etcd                # events for every step
   Clients in the cluster: https://prod-etcd-client.default.svc.cluster.local:2379 with the client
-  certificate in Secret prod-etcd-client-tls (tls.crt, tls.key, ca.crt; see README "TLS")
+  certificate in Secret prod-etcd-client-tls (tls.crt, tls.key, ca.crt; see docs/tls.md)
 Tear down:
   make cluster-down
 EOF
