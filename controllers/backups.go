@@ -251,6 +251,18 @@ func (r *EtcdClusterReconciler) restoreSource(ctx context.Context, c *etcdv1alph
 	return &resources.RestoreSource{Destination: *b.Status.Destination, Key: b.Status.Key}, "", nil
 }
 
+// restoreInTemplate is the restore source the member pod template carries: the snapshot until the status
+// records that every member restored it, then none. Members that join later (a scale-up, a replaced
+// member) start empty and catch up from the others, so they must not depend on the backup claim or the
+// S3 credentials still being there. Dropping it changes the template once, and the members are then
+// rolled one at a time like any other template change.
+func restoreInTemplate(c *etcdv1alpha1.EtcdCluster, src *resources.RestoreSource) *resources.RestoreSource {
+	if c.Status.RestoredFrom != "" {
+		return nil
+	}
+	return src
+}
+
 // restoreLocation is the user-facing address of a restore source.
 func restoreLocation(src *resources.RestoreSource) string {
 	if src.Destination.S3 != nil {

@@ -276,4 +276,39 @@ var _ = Describe("Backups", func() {
 		Eventually(condition(ctx, c, etcdv1alpha1.ConditionDegraded), timeout, interval).Should(And(
 			statusIs(metav1.ConditionTrue, ReasonRestoreFailed), HaveField("Message", ContainSubstring("failed verification"))))
 	})
+
+	It("drops the restore from the member template once every member's restore is recorded", func() {
+		c := newCluster(watchedNS)
+		c.Spec.BackupSchedule = ""
+		c.Spec.Bootstrap = &etcdv1alpha1.BootstrapSpec{FromBackup: &etcdv1alpha1.BackupSource{
+			PVC: &etcdv1alpha1.PVCBackupDestination{ClaimName: "old-backups"}, Key: "etcd-a/old/on-demand/old-20261122T020000Z-r5.db"}}
+		Expect(k8sClient.Create(ctx, c)).To(Succeed())
+		set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: resources.StatefulSetName(c), Namespace: c.Namespace}}
+		initNames := func() []string {
+			if err := get(ctx, set); err != nil {
+				return nil
+			}
+			var names []string
+			for _, ic := range set.Spec.Template.Spec.InitContainers {
+				names = append(names, ic.Name)
+			}
+			return names
+		}
+		Eventually(initNames, timeout, interval).Should(ContainElement(resources.RestoreContainerName))
+		Consistently(initNames, time.Second, interval).Should(ContainElement(resources.RestoreContainerName),
+			"the restore stays while no restore is recorded")
+
+		// What computeStatus records once every member restored and the cluster is Available.
+		Eventually(func() error {
+			Expect(get(ctx, c)).To(Succeed())
+			c.Status.RestoredFrom = "pvc://old-backups/etcd-a/old/on-demand/old-20261122T020000Z-r5.db"
+			return k8sClient.Status().Update(ctx, c)
+		}, timeout, interval).Should(Succeed())
+		// A status write does not trigger a reconcile; the member pods' next change (here: their creation) does.
+		makeMemberPods(ctx, c, 1, resources.Image(c, resources.DefaultOptions()))
+		Eventually(initNames, timeout, interval).Should(HaveExactElements(resources.MemberGateContainerName))
+		Expect(set.Spec.Template.Spec.Volumes).NotTo(ContainElement(HaveField("Name", "backups")), "nor the backup claim's volume")
+		Expect(get(ctx, c)).To(Succeed())
+		Expect(c.Status.RestoredFrom).NotTo(BeEmpty(), "the record of the restore is kept")
+	})
 })

@@ -269,7 +269,7 @@ func (r *EtcdClusterReconciler) reconcileStatefulSet(ctx context.Context, c *etc
 	if err != nil {
 		current = nil
 	}
-	desired := resources.StatefulSet(c, int32(d.Replicas), obs.options, obs.restore, memberGateWanted(current, obs.pods, resources.Image(c, obs.options)))
+	desired := resources.StatefulSet(c, int32(d.Replicas), obs.options, restoreInTemplate(c, obs.restore), memberGateWanted(current, obs.pods, resources.Image(c, obs.options)))
 	if err == nil && !volumeClaimTemplatesMatch(existing, c) {
 		// Volume claim templates are immutable: grow the existing claims in place, then replace the
 		// StatefulSet without deleting its pods (orphan), so new members get the new size too.
