@@ -81,9 +81,9 @@ lint: golangci-lint ## golangci-lint with the bug-finding linters of .golangci.y
 ##@ Test
 
 .PHONY: test
-test: manifests generate fmt vet envtest etcd minio ## Unit, golden-file, real-etcd, real-S3 and envtest suites, then bundle and catalog validation (offline).
+test: manifests generate fmt vet envtest etcd minio ## Unit, golden-file, real-etcd, real-S3 and envtest suites, then bundle, catalog and OLM render validation (offline).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" ETCD_BIN_DIR="$(ETCD_BIN)" MINIO_BIN="$(MINIO)" go test -tags failpoints $$(go list ./... | grep -v /tests/e2e) -coverprofile cover.out
-	$(MAKE) bundle-validate
+	$(MAKE) bundle-validate olm-render-check
 
 ##@ Benchmarks
 

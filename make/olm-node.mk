@@ -13,8 +13,16 @@ OLM_PREVIOUS_VERSION ?= $(shell ls releases | grep -v '^$(VERSION)$$' | sort -V 
 ##@ OLM on the local node
 
 .PHONY: olm-build
-olm-build: ## Build OLM v0, opm/grpc_health_probe for images, helm and crane from hack/tools (cold: ~15 min on a busy machine).
+olm-build: ## Build OLM v0, opm/grpc_health_probe for images and crane from hack/tools (cold: ~10 min on a busy machine).
 	hack/olm/build.sh
+
+.PHONY: olm-render
+olm-render: ## Render OLM's chart into hack/olm/olm.yaml (committed; builds helm): after changing the OLM version or hack/olm/values.yaml.
+	hack/olm/render-chart.sh
+
+.PHONY: olm-render-check
+olm-render-check: ## Check (no helm) that hack/olm/olm.yaml is the render of the pinned OLM version's chart; part of make test.
+	hack/olm/render-check.sh
 
 .PHONY: olm-images
 olm-images: ## Build and push OLM, opm, bundle (every release and VERSION) and catalog images to the node's registry.

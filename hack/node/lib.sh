@@ -4,6 +4,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 HACK=$ROOT/hack/node
+source "$ROOT/hack/lib/build.sh"
 
 K8S_VERSION=$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' "$ROOT/hack/tools/kubernetes/go.mod")
 ETCD_VERSION=$(awk '$1=="go.etcd.io/etcd/server/v3" {print $2}' "$ROOT/hack/tools/etcd/go.mod")

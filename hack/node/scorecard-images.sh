@@ -11,74 +11,65 @@
 # Tags carry the binary's hash: pods pull IfNotPresent, so a rebuilt binary needs a new tag to be run.
 # Writes bin/node/scorecard-images.env (the local references) and bin/node/scorecard-related-images
 # (RELATED_IMAGE_ETCD_<version>=<local image> for the operator, as a disconnected install mirrors them).
+# With --build-only, only the binaries are built (no registry, no node: .ci/run builds them ahead of time).
 source "$(dirname "$0")/lib.sh"
 VERSION=${VERSION:-0.2.0}
-
-"$HACK/registry.sh"
-source "$HACK/imagelib.sh"
+IMAGES=$NODE_DIR/images
+mkdir -p "$IMAGES"
 
 # build NAME DIR PACKAGE [go build flags]: builds a static binary into $IMAGES/NAME; the file is replaced
 # only when its content changed, so image stamps (size and time of inputs) stay valid on a warm run.
 build() {
   local name=$1 dir=$2 pkg=$3; shift 3
   (cd "$dir" && CGO_ENABLED=0 GOWORK=off go build -trimpath -ldflags "-s -w" "$@" -o "$IMAGES/$name.tmp" "$pkg")
-  if cmp -s "$IMAGES/$name.tmp" "$IMAGES/$name"; then rm "$IMAGES/$name.tmp"; else mv "$IMAGES/$name.tmp" "$IMAGES/$name"; fi
+  replace_if_changed "$IMAGES/$name.tmp" "$IMAGES/$name"
 }
 hash12() { sha256sum "$1" | cut -c1-12; }
 
-# operator-sdk's scorecard-test, from the wrapper module that pins operator-sdk (same module graph).
+# The binaries: operator-sdk's scorecard-test, from the wrapper module that pins operator-sdk (same module graph);
+# the custom tests and scorecard-local from the main module; etcd for each version the alm-examples run that has a
+# wrapper module tests/scorecard/etcd-v<version>.
+build_binaries() {
+  build scorecard-test "$ROOT/hack/tools/operator-sdk" github.com/operator-framework/operator-sdk/images/scorecard-test \
+    -tags containers_image_openpgp
+  build etcd-operator-scorecard-tests "$ROOT" ./tests/scorecard/cmd/etcd-operator-scorecard-tests
+  build scorecard-local "$ROOT" ./tests/scorecard/cmd/scorecard-local
+  local v
+  for v in $("$IMAGES/scorecard-local" etcd-versions "$ROOT/bundle"); do
+    if [ -d "$ROOT/tests/scorecard/etcd-v$v" ]; then
+      build_etcd "$ROOT/tests/scorecard/etcd-v$v" "$ROOT/bin/etcd/v$v"
+    fi
+  done
+}
+build_binaries
+[ "${1:-}" = --build-only ] && exit 0
+
+"$HACK/registry.sh"
+source "$HACK/imagelib.sh"
+
 sdk_version=$(awk '$1=="require" && $2=="github.com/operator-framework/operator-sdk" {print $3}' "$ROOT/hack/tools/operator-sdk/go.mod")
-build scorecard-test "$ROOT/hack/tools/operator-sdk" github.com/operator-framework/operator-sdk/images/scorecard-test \
-  -tags containers_image_openpgp
 sdk_ref=$REGISTRY/scorecard-test:$sdk_version-$(hash12 "$IMAGES/scorecard-test")
 image "$sdk_ref" "${BASE_FILES[@]}" --add "$IMAGES/scorecard-test:/usr/local/bin/scorecard-test:0755" \
   --user 65532:65532 --env HOME=/home/nonroot --workdir /home/nonroot
 
-# The custom tests, from the main module.
-build etcd-operator-scorecard-tests "$ROOT" ./tests/scorecard/cmd/etcd-operator-scorecard-tests
 tests_ref=$REGISTRY/etcd-operator-scorecard-tests:v$VERSION-$(hash12 "$IMAGES/etcd-operator-scorecard-tests")
 image "$tests_ref" "${BASE_FILES[@]}" \
   --add "$IMAGES/etcd-operator-scorecard-tests:/usr/local/bin/etcd-operator-scorecard-tests:0755" \
   --user 65532:65532 --env HOME=/home/nonroot --workdir /home/nonroot
 
 # The untar init container: busybox (its tar handles gzip), as the non-root user.
-bb=/bin/busybox
-bb_version=$({ "$bb" 2>&1 || true; } | sed -n '1s/^BusyBox v\([0-9.]*\).*/\1/p')
-[ -n "$bb_version" ] || die "cannot tell the version of $bb"
-links=()
-for applet in $("$bb" --list); do
-  [ "$applet" = busybox ] || links+=(--symlink "/bin/$applet:/bin/busybox")
-done
-untar_ref=$REGISTRY/scorecard-untar:$bb_version
-image "$untar_ref" "${BASE_FILES[@]}" --add "$bb:/bin/busybox:0755" "${links[@]}" \
+busybox_args
+untar_ref=$REGISTRY/scorecard-untar:$BB_VERSION
+image "$untar_ref" "${BASE_FILES[@]}" "${BB_ARGS[@]}" \
   --user 65532:65532 --env HOME=/home/nonroot --workdir /home/nonroot --cmd sh
 
 # The etcd images the alm-examples need: the operator maps the default repository's versions to these.
-build scorecard-local "$ROOT" ./tests/scorecard/cmd/scorecard-local
 related=()
 for v in $("$IMAGES/scorecard-local" etcd-versions "$ROOT/bundle"); do
   tag=v$v
-  wrapper=$ROOT/tests/scorecard/etcd-$tag
-  if [ -d "$wrapper" ]; then
-    out=$ROOT/bin/etcd/$tag
-    mkdir -p "$out"
-    for c in etcd etcdctl etcdutl; do
-      [ -x "$out/$c" ] && continue
-      case $c in
-        etcd) pkg=./cmd/etcd ;;
-        *) pkg=go.etcd.io/etcd/$c/v3 ;;
-      esac
-      log "building $c $tag"
-      (cd "$wrapper" && CGO_ENABLED=0 GOWORK=off go build -trimpath -ldflags "-s -w" -o "$out/$c.tmp" "$pkg")
-      mv "$out/$c.tmp" "$out/$c"
-    done
-    # The official image's layout, as images.sh builds the others.
-    image "$REGISTRY/etcd:$tag" "${BASE_FILES[@]}" \
-      --add "$out/etcd:/usr/local/bin/etcd:0755" --add "$out/etcdctl:/usr/local/bin/etcdctl:0755" \
-      --add "$out/etcdutl:/usr/local/bin/etcdutl:0755" --dir /var/etcd:0700 --dir /var/lib/etcd:0700 \
-      --cmd /usr/local/bin/etcd
-  elif ! curl -sf -o /dev/null -I -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
-    "http://$REGISTRY/v2/etcd/manifests/$tag"; then
+  if [ -d "$ROOT/tests/scorecard/etcd-$tag" ]; then
+    etcd_image "$tag" "$ROOT/bin/etcd/$tag"
+  elif ! image_exists "$REGISTRY/etcd:$tag"; then
     die "the alm-examples run etcd $v from the default repository and $REGISTRY/etcd:$tag does not exist:" \
       "add a wrapper module tests/scorecard/etcd-$tag (as tests/scorecard/etcd-v3.5.9), or run hack/node/images.sh if it builds $tag"
   fi

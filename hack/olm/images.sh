@@ -27,11 +27,6 @@ hash() {
     if [ -d "$p" ]; then (cd "$p" && find . -type f | LC_ALL=C sort | xargs -r sha256sum); else sha256sum <"$p"; fi
   done | sha256sum | cut -c1-12
 }
-# exists REF: the registry has REF (tags carry a content hash, so an existing tag is the right image).
-exists() {
-  local repo=${1#*/}; repo=${repo%%:*}
-  curl -sf -o /dev/null -I -H 'Accept: application/vnd.oci.image.manifest.v1+json' "http://$REGISTRY/v2/$repo/manifests/${1##*:}"
-}
 # tree_args SRC_DIR DEST_DIR: nodetool --add arguments for every file under SRC_DIR.
 tree_args() {
   local f
@@ -43,18 +38,13 @@ tree_args() {
 # (k=v per line): nodetool writes no labels, OLM tooling reads bundle and index labels.
 labelled() {
   local ref=$1 labels=$2; shift 2
-  exists "$ref" && return 0
+  # Tags carry a content hash, so an existing tag is the right image.
+  image_exists "$ref" && return 0
   "$NODETOOL" image --ref "$ref-base" "$@" >/dev/null
   local args=() l
   while IFS= read -r l; do [ -n "$l" ] && args+=(--label "$l"); done <"$labels"
   "$CRANE" mutate --insecure "$ref-base" "${args[@]}" -t "$ref" >/dev/null 2>"$OLM_WORK/crane.log" ||
     { cat "$OLM_WORK/crane.log" >&2; die "crane mutate $ref failed"; }
-}
-
-BB=/bin/busybox
-bb_links() { # busybox applet symlinks in /bin
-  local a
-  for a in $("$BB" --list); do [ "$a" = busybox ] || printf -- '--symlink\n/bin/%s:/bin/busybox\n' "$a"; done
 }
 
 # --- OLM
@@ -69,10 +59,10 @@ log "OLM image $olm_ref"
 # --- opm (also the empty index image of `operator-sdk run bundle`)
 INDEX_LABEL=operators.operatorframework.io.index.configs.v1=/configs
 echo "$INDEX_LABEL" >"$OLM_WORK/index.labels"
-mapfile -t BB_LINKS < <(bb_links)
+busybox_args
 # opm resolves names through /etc/nsswitch.conf (upstream's opm image ships this one).
 put "$IMAGES/nsswitch.conf" "hosts: files dns"
-OPM_ARGS=("${BASE_FILES[@]}" --add "$IMAGES/nsswitch.conf:/etc/nsswitch.conf:0644" --add "$BB:/bin/busybox:0755" "${BB_LINKS[@]}"
+OPM_ARGS=("${BASE_FILES[@]}" --add "$IMAGES/nsswitch.conf:/etc/nsswitch.conf:0644" "${BB_ARGS[@]}"
   --add "$OLM_BIN/opm:/bin/opm:0755" --add "$OLM_BIN/grpc_health_probe:/bin/grpc_health_probe:0755"
   --user 65532:65532 --workdir /)
 echo "${OPM_ARGS[*]}" >"$OLM_WORK/opm.args"
@@ -107,12 +97,8 @@ for rel in $(cd "$ROOT/releases" && ls | sort -V); do
     git -C "$ROOT" archive "$commit" | tar -x -C "$src"
     echo "$commit" >"$src.commit"
   fi
-  (cd "$src" && CGO_ENABLED=0 GOWORK=off go build -trimpath -o "$IMAGES/manager-v$rel.tmp" ./cmd)
-  if cmp -s "$IMAGES/manager-v$rel.tmp" "$IMAGES/manager-v$rel"; then rm "$IMAGES/manager-v$rel.tmp"; else mv "$IMAGES/manager-v$rel.tmp" "$IMAGES/manager-v$rel"; fi
-  ref=$REGISTRY/etcd-operator:v$rel-$(sha256sum "$IMAGES/manager-v$rel" | cut -c1-12)
-  image "$ref" "${BASE_FILES[@]}" --add "$IMAGES/manager-v$rel:/manager:0755" \
-    --user 65532:65532 --entrypoint /manager --workdir /
-  OP_IMAGE[$rel]=$ref
+  operator_image "manager-v$rel" "$src" "v$rel"
+  OP_IMAGE[$rel]=$OPERATOR_REF
 done
 
 # --- Bundles, rewritten to the node's images: the operator of that version and the mirrored etcd repository.

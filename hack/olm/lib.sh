@@ -28,10 +28,25 @@ REGISTRY_TLS=localhost:5443
 REGISTRY_TLS_DIR=$NODE_DIR/registry-tls
 REGISTRY_TLS_BUNDLE=$REGISTRY_TLS_DIR/ca-bundle.crt
 
-# The OLM module's source directory (deploy/chart, CRDs), from the module cache.
+# The OLM module's source directory (deploy/chart, CRDs), from the module cache (downloaded alone: no build).
 olm_module_dir() {
-  (cd "$OLM_TOOLS" && GOWORK=off GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' github.com/operator-framework/operator-lifecycle-manager)
+  (cd "$OLM_TOOLS" && GOWORK=off go mod download -json "github.com/operator-framework/operator-lifecycle-manager@$OLM_VERSION" |
+    awk -F'"' '$2=="Dir" {print $4}')
 }
+
+# OLM's chart rendered by `make olm-render` (hack/olm/render-chart.sh) from the pinned module with OLM's upstream
+# values and hack/olm/values.yaml, committed; its header names the OLM version and the digest of what produced it.
+OLM_RENDER=$OLM_HACK/olm.yaml
+OLM_VALUES=$OLM_HACK/values.yaml
+# chart_digest MODULE_DIR: the digest of the chart (Chart.yaml, values, templates), OLM's upstream values and ours.
+chart_digest() {
+  local templates
+  mapfile -t templates < <(cd "$1" && LC_ALL=C ls deploy/chart/templates/* | LC_ALL=C sort)
+  (cd "$1" && cat deploy/chart/Chart.yaml deploy/chart/values.yaml "${templates[@]}" deploy/upstream/values.yaml) |
+    cat - "$OLM_VALUES" | sha256sum | cut -c1-16
+}
+# render_header KEY: a value of the committed render's header ("# KEY: value").
+render_header() { sed -n "s/^# $1: //p" "$OLM_RENDER" | head -1; }
 
 # wait_watching DESCRIPTION TIMEOUT STATE_FN DIAGNOSE_FN CMD...: polls CMD every second until it succeeds, printing the
 # one-line state STATE_FN reports whenever it changes (progress on a slow, loaded node); on timeout runs DIAGNOSE_FN

@@ -1,23 +1,17 @@
 #!/usr/bin/env bash
-# Renders OLM v0's manifests from its pinned module into bin/node/olm/manifests: the CRDs (deploy/chart/crds) and
-# the chart (deploy/chart) with OLM's own upstream values (deploy/upstream/values.yaml: namespace olm labelled
-# enforce=restricted), overriding only the image references (the node's images, from images.env) and dropping the
-# public operatorhub.io CatalogSource (installType). Fails if any public image reference is left.
+# Writes OLM v0's manifests into bin/node/olm/manifests: the CRDs (deploy/chart/crds of the pinned module) and the
+# committed render of its chart (hack/olm/olm.yaml, `make olm-render`: OLM's upstream values, the public
+# operatorhub.io CatalogSource dropped) with the node's images (from images.env) in place of its placeholders.
+# Fails if the render does not belong to the pinned OLM version or any public image reference is left.
 source "$(dirname "$0")/lib.sh"
 source "$OLM_WORK/images.env"
+"$OLM_HACK/render-check.sh"
 mod=$(olm_module_dir)
 out=$OLM_WORK/manifests
 rm -rf "$out" && mkdir -p "$out/crds"
 cp "$mod"/deploy/chart/crds/*.yaml "$out/crds/"
-# configmapServerImage serves ConfigMap-type CatalogSources (deprecated, sqlite: needs cgo); only grpc catalogs are
-# used here, so it points at the opm image rather than at a public one.
-"$HELM" template olm "$mod/deploy/chart" -f "$mod/deploy/upstream/values.yaml" \
-  --set installType=local \
-  --set olm.image.ref="$OLM_IMAGE" --set catalog.image.ref="$OLM_IMAGE" --set package.image.ref="$OLM_IMAGE" \
-  --set package.image.pullPolicy=IfNotPresent \
-  --set catalog.opmImageArgs="--opmImage=$OPM_IMAGE" \
-  --set catalog.commandArgs="--configmapServerImage=$OPM_IMAGE" >"$out/olm.yaml"
-if grep -n 'image\|Image' "$out/olm.yaml" | grep -v -e "$REGISTRY/" -e 'imagePullPolicy' -e 'ImagePullPolicy' | grep -q -e 'quay.io' -e 'docker.io' -e 'registry\.'; then
-  die "public image references left in $out/olm.yaml"
+sed -e "s|__OLM_IMAGE__|$OLM_IMAGE|g" -e "s|__OPM_IMAGE__|$OPM_IMAGE|g" "$OLM_RENDER" >"$out/olm.yaml"
+if grep -n 'image\|Image' "$out/olm.yaml" | grep -v -e "$REGISTRY/" -e 'imagePullPolicy' -e 'ImagePullPolicy' | grep -q -e 'quay.io' -e 'docker.io' -e 'registry\.' -e '__'; then
+  die "public image references or placeholders left in $out/olm.yaml"
 fi
-log "rendered OLM $OLM_VERSION manifests into $out"
+log "OLM $OLM_VERSION manifests (${OLM_RENDER#"$ROOT"/} with the node's images) in $out"
