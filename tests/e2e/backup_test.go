@@ -23,31 +23,32 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/tests/framework"
 )
 
 // minioImage is MinIO built from its Go module by `make minio` and pushed by hack/node/images.sh.
-var minioImage = env("E2E_MINIO_IMAGE", "localhost:5000/minio:e2e")
+var minioImage = framework.Env("E2E_MINIO_IMAGE", "localhost:5000/minio:e2e")
 
 var _ = Describe("Backups and restore", Label("backup"), func() {
 	It("restores 10,000 keys from a scheduled backup into a new cluster after the source is deleted", func() {
-		ns := newNamespace("backup")
-		src := designCluster(ns, "source", etcdVersion, 3)
+		ns := fw.NewNamespace("backup")
+		src := fw.NewCluster(ns, "source", etcdVersion, 3)
 		src.Spec.BackupSchedule = "* * * * *" // every minute: the test waits for the next run
 		src.Spec.Backup.Retention = 3
 		Expect(k8s.Create(ctx, src)).To(Succeed())
-		waitAvailable(src, 3*time.Minute)
+		fw.WaitAvailable(src, 3*time.Minute)
 
 		By("writing 10,000 keys")
 		start := time.Now()
 		want, rev := writeKeys(src, "/e2e/keys", 10000)
-		report("write 10,000 keys", time.Since(start))
+		framework.ReportDuration("write 10,000 keys", time.Since(start))
 		oldID := clusterID(src)
 
 		By("waiting for a scheduled backup that holds every write")
 		start = time.Now()
 		var location string
 		Eventually(func(g Gomega) {
-			cur := getCluster(src)
+			cur := fw.GetCluster(src)
 			cond := meta.FindStatusCondition(cur.Status.Conditions, etcdv1alpha1.ConditionBackupSucceeded)
 			g.Expect(cond).NotTo(BeNil())
 			g.Expect(cond.Status).To(Equal(metav1.ConditionTrue), cond.Message)
@@ -55,37 +56,37 @@ var _ = Describe("Backups and restore", Label("backup"), func() {
 			g.Expect(revisionOf(cur.Status.LastBackupLocation)).To(BeNumerically(">=", rev), "a backup taken before the writes ended")
 			location = cur.Status.LastBackupLocation
 		}).WithTimeout(4 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
-		report("scheduled backup with every write", time.Since(start))
+		framework.ReportDuration("scheduled backup with every write", time.Since(start))
 		Expect(location).To(HavePrefix("pvc://source-backups/" + ns + "/source/scheduled/source-"))
 
 		By("deleting the source cluster; its backup claim stays")
 		Expect(k8s.Delete(ctx, src)).To(Succeed())
-		expectGone(src, 2*time.Minute)
-		Eventually(func() []corev1.Pod { return memberPods(src) }).WithTimeout(2 * time.Minute).Should(BeEmpty())
+		fw.ExpectGone(src, 2*time.Minute)
+		Eventually(func() []corev1.Pod { return fw.MemberPods(src) }).WithTimeout(2 * time.Minute).Should(BeEmpty())
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "source-backups"}, &corev1.PersistentVolumeClaim{})).To(Succeed())
 
 		By("restoring into a new cluster")
-		restored := designCluster(ns, "restored", etcdVersion, 3)
+		restored := fw.NewCluster(ns, "restored", etcdVersion, 3)
 		restored.Spec.BackupSchedule = ""
 		restored.Spec.Bootstrap = &etcdv1alpha1.BootstrapSpec{FromBackup: &etcdv1alpha1.BackupSource{
 			PVC: &etcdv1alpha1.PVCBackupDestination{ClaimName: "source-backups"},
 			Key: strings.TrimPrefix(location, "pvc://source-backups/"),
 		}}
 		Expect(k8s.Create(ctx, restored)).To(Succeed())
-		report("restored cluster Available", waitAvailable(restored, 4*time.Minute))
+		framework.ReportDuration("restored cluster Available", fw.WaitAvailable(restored, 4*time.Minute))
 		expectKeys(restored, "/e2e/keys", want)
 		Expect(clusterID(restored)).NotTo(Equal(oldID), "a restored cluster gets a new cluster ID")
-		Eventually(func() string { return getCluster(restored).Status.RestoredFrom }).Should(Equal(location))
+		Eventually(func() string { return fw.GetCluster(restored).Status.RestoredFrom }).Should(Equal(location))
 	})
 
 	It("takes an on-demand EtcdBackup to an S3 object store and restores a new cluster from it", func() {
-		ns := newNamespace("s3")
+		ns := fw.NewNamespace("s3")
 		s3 := startMinIO(ns)
 
-		src := designCluster(ns, "s3-source", etcdVersion, 1)
+		src := fw.NewCluster(ns, "s3-source", etcdVersion, 1)
 		src.Spec.BackupSchedule = ""
 		Expect(k8s.Create(ctx, src)).To(Succeed())
-		waitAvailable(src, 3*time.Minute)
+		fw.WaitAvailable(src, 3*time.Minute)
 		want, rev := writeKeys(src, "/e2e/s3", 1000)
 
 		By("taking an on-demand backup to the bucket")
@@ -102,7 +103,7 @@ var _ = Describe("Backups and restore", Label("backup"), func() {
 			g.Expect(b.Status.Phase).NotTo(Equal(etcdv1alpha1.BackupFailed), b.Status.Error)
 			g.Expect(b.Status.Phase).To(Equal(etcdv1alpha1.BackupSucceeded))
 		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
-		report("on-demand backup to S3", time.Since(start))
+		framework.ReportDuration("on-demand backup to S3", time.Since(start))
 		Expect(b.Status.Revision).To(BeNumerically(">=", rev))
 		Expect(b.Status.Location).To(Equal("s3://etcd-backups/" + b.Status.Key))
 		Expect(b.Status.Key).To(HavePrefix("e2e/" + ns + "/s3-source/on-demand/s3-source-"))
@@ -111,11 +112,11 @@ var _ = Describe("Backups and restore", Label("backup"), func() {
 		Expect(obj.Size).To(Equal(b.Status.SizeBytes))
 
 		By("restoring a new 3-member cluster from the EtcdBackup")
-		restored := designCluster(ns, "s3-restored", etcdVersion, 3)
+		restored := fw.NewCluster(ns, "s3-restored", etcdVersion, 3)
 		restored.Spec.BackupSchedule = ""
 		restored.Spec.Bootstrap = &etcdv1alpha1.BootstrapSpec{FromBackup: &etcdv1alpha1.BackupSource{BackupName: b.Name}}
 		Expect(k8s.Create(ctx, restored)).To(Succeed())
-		report("cluster restored from S3 Available", waitAvailable(restored, 4*time.Minute))
+		framework.ReportDuration("cluster restored from S3 Available", fw.WaitAvailable(restored, 4*time.Minute))
 		expectKeys(restored, "/e2e/s3", want)
 	})
 })
@@ -123,7 +124,7 @@ var _ = Describe("Backups and restore", Label("backup"), func() {
 // writeKeys writes n keys under prefix in transactions of 100 and returns them with the revision of the
 // last write.
 func writeKeys(c *etcdv1alpha1.EtcdCluster, prefix string, n int) (map[string]string, int64) {
-	cli := clusterClient(c)
+	cli := fw.ClusterClient(c)
 	defer func() { _ = cli.Close() }()
 	want := make(map[string]string, n)
 	var rev int64
@@ -143,7 +144,7 @@ func writeKeys(c *etcdv1alpha1.EtcdCluster, prefix string, n int) (map[string]st
 
 // expectKeys reads every key under prefix and compares them with want.
 func expectKeys(c *etcdv1alpha1.EtcdCluster, prefix string, want map[string]string) {
-	cli := clusterClient(c)
+	cli := fw.ClusterClient(c)
 	defer func() { _ = cli.Close() }()
 	resp, err := cli.Get(ctx, prefix+"/", clientv3.WithPrefix())
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
@@ -154,7 +155,7 @@ func expectKeys(c *etcdv1alpha1.EtcdCluster, prefix string, want map[string]stri
 }
 
 func clusterID(c *etcdv1alpha1.EtcdCluster) uint64 {
-	cli := clusterClient(c)
+	cli := fw.ClusterClient(c)
 	defer func() { _ = cli.Close() }()
 	resp, err := cli.Get(ctx, "cluster-id-probe")
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())

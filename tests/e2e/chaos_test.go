@@ -17,6 +17,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/seedops/etcd-operator/tests/framework"
 )
 
 // The chaos run: a writer runs while, at random moments, a random member pod is killed, the
@@ -47,13 +49,13 @@ var _ = Describe("Chaos", Label("chaos"), func() {
 		GinkgoWriter.Printf("chaos: duration %s, seed %d (CHAOS_SEED=%d replays this schedule)\n", duration, seed, seed)
 		AddReportEntry("chaos seed", seed)
 
-		ns := newNamespace("chaos")
-		c := designCluster(ns, "chaos", etcdVersion, 3)
+		ns := fw.NewNamespace("chaos")
+		c := fw.NewCluster(ns, "chaos", etcdVersion, 3)
 		Expect(k8s.Create(ctx, c)).To(Succeed())
-		waitAvailable(c, 5*time.Minute)
+		fw.WaitAvailable(c, 5*time.Minute)
 		expectVotingMembers(c, memberNames(c, 3), 2*time.Minute)
-		w := startWriter(c, "/e2e/chaos")
-		w.waitProgress(20, time.Minute)
+		w := fw.StartWriter(c, "/e2e/chaos")
+		w.WaitProgress(20, time.Minute)
 
 		mon := startAckMonitor(w)
 		start := time.Now()
@@ -131,11 +133,11 @@ var _ = Describe("Chaos", Label("chaos"), func() {
 			}
 			// One member fault at a time: the next waits until every member is ready again.
 			Eventually(func(g Gomega) {
-				pods := memberPods(c)
+				pods := fw.MemberPods(c)
 				g.Expect(pods).To(HaveLen(3))
 				for i := range pods {
 					g.Expect(pods[i].DeletionTimestamp).To(BeNil())
-					g.Expect(podReady(&pods[i])).To(BeTrue(), "member %s is not ready", pods[i].Name)
+					g.Expect(framework.PodReady(&pods[i])).To(BeTrue(), "member %s is not ready", pods[i].Name)
 				}
 			}).WithTimeout(5 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
 		}
@@ -148,14 +150,14 @@ var _ = Describe("Chaos", Label("chaos"), func() {
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: operatorDeployment}, d)).To(Succeed())
 			g.Expect(d.Status.AvailableReplicas).To(Equal(*d.Spec.Replicas))
 		}).WithTimeout(3 * time.Minute).Should(Succeed())
-		waitAvailable(c, 5*time.Minute)
+		fw.WaitAvailable(c, 5*time.Minute)
 		expectVotingMembers(c, memberNames(c, 3), 3*time.Minute)
 		expectAgreement(c, 3)
-		w.waitProgress(20, time.Minute)
+		w.WaitProgress(20, time.Minute)
 		st := mon.stop()
 
 		By("reading back every acknowledged write")
-		w.stopAndVerify(c)
+		w.StopAndVerify(c)
 
 		total := 0
 		for _, n := range faults {
@@ -167,7 +169,7 @@ var _ = Describe("Chaos", Label("chaos"), func() {
 			"longest unavailable window %s (at %.1fs); all %d acknowledged writes verified",
 			chaos.Round(time.Second), seed, total, faults["member-kill"], faults["operator-kill"], faults["network-cut"],
 			st.attempts, st.acked, st.failed, 100*float64(st.acked)/float64(max(st.attempts, 1)), 100*st.timeAvailable,
-			st.longestGap.Round(10*time.Millisecond), st.longestGapAt.Sub(start).Seconds(), w.ackedCount())
+			st.longestGap.Round(10*time.Millisecond), st.longestGapAt.Sub(start).Seconds(), w.AckedCount())
 		AddReportEntry("chaos", summary)
 		GinkgoWriter.Println(summary)
 		GinkgoWriter.Println("chaos timeline:\n  " + strings.Join(timeline, "\n  "))
@@ -231,7 +233,7 @@ func cutNetwork(p *corev1.Pod) {
 	netns, err := podNetNS(p)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	for _, r := range chaosRules() {
-		_, _, err := run("nsenter", append([]string{"--net=" + netns, "iptables", "-w", "-I"}, r...)...)
+		_, _, err := framework.Run("nsenter", append([]string{"--net=" + netns, "iptables", "-w", "-I"}, r...)...)
 		ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	}
 }
@@ -250,14 +252,14 @@ func restoreNetwork(p *corev1.Pod) {
 		return
 	}
 	for _, r := range chaosRules() {
-		_, _, err := run("nsenter", append([]string{"--net=" + netns, "iptables", "-w", "-D"}, r...)...)
+		_, _, err := framework.Run("nsenter", append([]string{"--net=" + netns, "iptables", "-w", "-D"}, r...)...)
 		ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	}
 }
 
 // ackMonitor samples the writer's acknowledged count to find the windows without a successful write.
 type ackMonitor struct {
-	w          *writer
+	w          *framework.Writer
 	stopCh     chan struct{}
 	done       chan struct{}
 	ackedStart int
@@ -280,11 +282,9 @@ type ackStats struct {
 // acknowledges a write every ~10-20 ms while the cluster serves).
 const unavailableAfter = time.Second
 
-func startAckMonitor(w *writer) *ackMonitor {
+func startAckMonitor(w *framework.Writer) *ackMonitor {
 	m := &ackMonitor{w: w, stopCh: make(chan struct{}), done: make(chan struct{}), started: time.Now()}
-	w.mu.Lock()
-	m.ackedStart, m.failStart = len(w.acked), w.failed
-	w.mu.Unlock()
+	m.ackedStart, m.failStart = w.Counts()
 	go func() {
 		defer GinkgoRecover()
 		defer close(m.done)
@@ -292,7 +292,7 @@ func startAckMonitor(w *writer) *ackMonitor {
 		tick := time.NewTicker(20 * time.Millisecond)
 		defer tick.Stop()
 		observe := func(now time.Time, final bool) {
-			n := w.ackedCount()
+			n := w.AckedCount()
 			if n == last && !final {
 				return
 			}
@@ -320,9 +320,8 @@ func startAckMonitor(w *writer) *ackMonitor {
 func (m *ackMonitor) stop() ackStats {
 	close(m.stopCh)
 	<-m.done
-	m.w.mu.Lock()
-	acked, failed := len(m.w.acked)-m.ackedStart, m.w.failed-m.failStart
-	m.w.mu.Unlock()
+	ackedNow, failedNow := m.w.Counts()
+	acked, failed := ackedNow-m.ackedStart, failedNow-m.failStart
 	total := time.Since(m.started)
 	return ackStats{attempts: acked + failed, acked: acked, failed: failed, longestGap: m.longestGap,
 		longestGapAt: m.longestGapAt, timeAvailable: 1 - float64(m.unavailable)/float64(total)}

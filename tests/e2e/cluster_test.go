@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/tests/framework"
 )
 
 // Scenarios 1, 2, 6 (deletion) and 7 of the e2e issue, on one 3-member cluster, in order.
@@ -26,18 +27,18 @@ var _ = Describe("A 3-member EtcdCluster", Ordered, func() {
 	)
 
 	BeforeAll(func() {
-		ns = newNamespace("cluster")
-		c = designCluster(ns, "prod-etcd", etcdVersion, 3)
+		ns = fw.NewNamespace("cluster")
+		c = fw.NewCluster(ns, "prod-etcd", etcdVersion, 3)
 		Expect(k8s.Create(ctx, c)).To(Succeed())
-		report("time to a healthy 3-member cluster", waitAvailable(c, 5*time.Minute))
+		framework.ReportDuration("time to a healthy 3-member cluster", fw.WaitAvailable(c, 5*time.Minute))
 	})
 
 	It("becomes Available with every member ready and reported in status", func() {
-		cur := getCluster(c)
+		cur := fw.GetCluster(c)
 		Expect(cur.Status.Phase).To(Equal(etcdv1alpha1.PhaseRunning))
 		Expect(cur.Status.ReadyReplicas).To(Equal(int32(3)))
 		Eventually(func(g Gomega) {
-			cur := getCluster(c)
+			cur := fw.GetCluster(c)
 			g.Expect(cur.Status.CurrentVersion).To(Equal(etcdVersion))
 			g.Expect(cur.Status.Members).To(HaveLen(3))
 			leaders := 0
@@ -49,7 +50,7 @@ var _ = Describe("A 3-member EtcdCluster", Ordered, func() {
 			}
 			g.Expect(leaders).To(Equal(1))
 		}).WithTimeout(time.Minute).Should(Succeed())
-		for _, p := range memberPods(c) {
+		for _, p := range fw.MemberPods(c) {
 			Expect(p.Spec.Containers[0].Image).To(Equal(etcdRepository + ":v" + etcdVersion))
 		}
 	})
@@ -94,7 +95,7 @@ var _ = Describe("A 3-member EtcdCluster", Ordered, func() {
 			nsObj := &corev1.Namespace{}
 			Expect(k8s.Get(ctx, client.ObjectKey{Name: n}, nsObj)).To(Succeed())
 			Expect(nsObj.Labels).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "restricted"), "namespace %s", n)
-			_, stderr, err := run(kubectl, "label", "namespace", n, "--dry-run=server", "--overwrite",
+			_, stderr, err := framework.Run(kubectl, "label", "namespace", n, "--dry-run=server", "--overwrite",
 				"pod-security.kubernetes.io/enforce=restricted", "pod-security.kubernetes.io/enforce-version=latest")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(stderr).NotTo(ContainSubstring("violate"), "namespace %s", n)
@@ -102,7 +103,7 @@ var _ = Describe("A 3-member EtcdCluster", Ordered, func() {
 		pods := &corev1.PodList{}
 		Expect(k8s.List(ctx, pods, client.InNamespace(operatorNamespace))).To(Succeed())
 		Expect(pods.Items).NotTo(BeEmpty())
-		for _, p := range append(pods.Items, memberPods(c)...) {
+		for _, p := range append(pods.Items, fw.MemberPods(c)...) {
 			Expect(p.Spec.SecurityContext.RunAsNonRoot).To(HaveValue(BeTrue()), "pod %s", p.Name)
 			for _, ctr := range p.Spec.Containers {
 				Expect(ctr.SecurityContext.AllowPrivilegeEscalation).To(HaveValue(BeFalse()), "pod %s", p.Name)
@@ -113,8 +114,8 @@ var _ = Describe("A 3-member EtcdCluster", Ordered, func() {
 
 	Context("data survives", func() {
 		It("deleting a single member pod", func() {
-			w := startWriter(c, "/e2e/one-pod")
-			w.waitProgress(20, time.Minute)
+			w := fw.StartWriter(c, "/e2e/one-pod")
+			w.WaitProgress(20, time.Minute)
 			leader, err := leaderPod(c)
 			Expect(err).NotTo(HaveOccurred())
 			victim := "prod-etcd-0"
@@ -124,36 +125,36 @@ var _ = Describe("A 3-member EtcdCluster", Ordered, func() {
 			start := time.Now()
 			uid := deletePod(ns, victim)
 			waitPodReplaced(ns, victim, uid, 3*time.Minute)
-			waitAvailable(c, 3*time.Minute)
-			report("a deleted follower back and ready", time.Since(start))
-			w.waitProgress(20, time.Minute)
-			w.stopAndVerify(c)
+			fw.WaitAvailable(c, 3*time.Minute)
+			framework.ReportDuration("a deleted follower back and ready", time.Since(start))
+			w.WaitProgress(20, time.Minute)
+			w.StopAndVerify(c)
 			expectKey(c, "/e2e/hello", "world")
 			expectVotingMembers(c, memberNames(c, 3), time.Minute)
 		})
 
 		It("deleting the leader's pod", func() {
-			w := startWriter(c, "/e2e/leader")
-			w.waitProgress(20, time.Minute)
+			w := fw.StartWriter(c, "/e2e/leader")
+			w.WaitProgress(20, time.Minute)
 			leader, err := leaderPod(c)
 			Expect(err).NotTo(HaveOccurred())
 			start := time.Now()
 			uid := deletePod(ns, leader)
 			waitPodReplaced(ns, leader, uid, 3*time.Minute)
-			waitAvailable(c, 3*time.Minute)
-			report("a deleted leader back and ready", time.Since(start))
-			w.waitProgress(20, time.Minute)
-			w.stopAndVerify(c)
+			fw.WaitAvailable(c, 3*time.Minute)
+			framework.ReportDuration("a deleted leader back and ready", time.Since(start))
+			w.WaitProgress(20, time.Minute)
+			w.StopAndVerify(c)
 			expectKey(c, "/e2e/hello", "world")
 			expectVotingMembers(c, memberNames(c, 3), time.Minute)
 		})
 
 		It("deleting all pods at once", func() {
-			w := startWriter(c, "/e2e/all")
-			w.waitProgress(20, time.Minute)
+			w := fw.StartWriter(c, "/e2e/all")
+			w.WaitProgress(20, time.Minute)
 			start := time.Now()
 			uids := map[string]string{}
-			for _, p := range memberPods(c) {
+			for _, p := range fw.MemberPods(c) {
 				uids[p.Name] = string(p.UID)
 			}
 			Expect(k8s.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns),
@@ -161,10 +162,10 @@ var _ = Describe("A 3-member EtcdCluster", Ordered, func() {
 			for name, uid := range uids {
 				waitPodReplaced(ns, name, uid, 5*time.Minute)
 			}
-			waitAvailable(c, 3*time.Minute)
-			report("all members deleted, back and ready", time.Since(start))
-			w.waitProgress(20, 2*time.Minute)
-			w.stopAndVerify(c)
+			fw.WaitAvailable(c, 3*time.Minute)
+			framework.ReportDuration("all members deleted, back and ready", time.Since(start))
+			w.WaitProgress(20, 2*time.Minute)
+			w.StopAndVerify(c)
 			expectKey(c, "/e2e/hello", "world")
 			expectVotingMembers(c, memberNames(c, 3), time.Minute)
 		})
@@ -172,7 +173,7 @@ var _ = Describe("A 3-member EtcdCluster", Ordered, func() {
 
 	It("removes its objects when deleted and keeps the volumes (default retention)", func() {
 		Expect(k8s.Delete(ctx, c)).To(Succeed())
-		expectGone(c, 2*time.Minute)
+		fw.ExpectGone(c, 2*time.Minute)
 		for _, obj := range []client.Object{
 			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c.Name}},
 			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c.Name}},
@@ -181,9 +182,9 @@ var _ = Describe("A 3-member EtcdCluster", Ordered, func() {
 			&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c.Name}},
 			&batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c.Name + "-backup"}},
 		} {
-			expectGone(obj, 2*time.Minute)
+			fw.ExpectGone(obj, 2*time.Minute)
 		}
-		Eventually(func() []corev1.Pod { return memberPods(c) }).WithTimeout(2 * time.Minute).Should(BeEmpty())
+		Eventually(func() []corev1.Pod { return fw.MemberPods(c) }).WithTimeout(2 * time.Minute).Should(BeEmpty())
 		pvcs := &corev1.PersistentVolumeClaimList{}
 		Expect(k8s.List(ctx, pvcs, client.InNamespace(ns))).To(Succeed())
 		Expect(claimNames(pvcs.Items)).To(ConsistOf("data-"+c.Name+"-0", "data-"+c.Name+"-1", "data-"+c.Name+"-2", c.Name+"-backups"),
@@ -193,18 +194,18 @@ var _ = Describe("A 3-member EtcdCluster", Ordered, func() {
 
 var _ = Describe("An EtcdCluster with pvcRetentionPolicy whenDeleted: Delete", func() {
 	It("removes its volumes with it", func() {
-		ns := newNamespace("retention")
-		c := designCluster(ns, "scratch", etcdVersion, 1)
+		ns := fw.NewNamespace("retention")
+		c := fw.NewCluster(ns, "scratch", etcdVersion, 1)
 		c.Spec.PVCRetentionPolicy.WhenDeleted = etcdv1alpha1.DeleteVolume
 		Expect(k8s.Create(ctx, c)).To(Succeed())
-		waitAvailable(c, 3*time.Minute)
+		fw.WaitAvailable(c, 3*time.Minute)
 		putGet(c, "/e2e/k", "v")
 		pvcs := &corev1.PersistentVolumeClaimList{}
 		Expect(k8s.List(ctx, pvcs, client.InNamespace(ns))).To(Succeed())
 		Expect(claimNames(pvcs.Items)).To(ConsistOf("data-"+c.Name+"-0", c.Name+"-backups"))
 
 		Expect(k8s.Delete(ctx, c)).To(Succeed())
-		expectGone(c, 2*time.Minute)
+		fw.ExpectGone(c, 2*time.Minute)
 		// Member volumes go with the cluster; the backup claim never does (backups outlive their cluster).
 		Eventually(func() ([]string, error) {
 			l := &corev1.PersistentVolumeClaimList{}

@@ -8,30 +8,26 @@ package e2e
 import (
 	"context"
 	"os"
-	"os/exec"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/tests/framework"
 )
 
 // Settings, from the environment (make test-e2e sets them) with defaults that match hack/node.
 var (
-	etcdRepository     = env("E2E_ETCD_REPOSITORY", "localhost:5000/etcd")
-	etcdVersion        = env("E2E_ETCD_VERSION", "3.5.35")
-	etcdUpgradeFrom    = env("E2E_ETCD_UPGRADE_FROM", "3.5.34")
-	etcdMinorUpgradeTo = env("E2E_ETCD_MINOR_UPGRADE_TO", "3.6.16")
-	operatorNamespace  = env("E2E_OPERATOR_NAMESPACE", "etcd-operator-system")
-	operatorDeployment = env("E2E_OPERATOR_DEPLOYMENT", "etcd-operator-controller-manager")
+	etcdRepository     = framework.Env("E2E_ETCD_REPOSITORY", "localhost:5000/etcd")
+	etcdVersion        = framework.Env("E2E_ETCD_VERSION", "3.5.35")
+	etcdUpgradeFrom    = framework.Env("E2E_ETCD_UPGRADE_FROM", "3.5.34")
+	etcdMinorUpgradeTo = framework.Env("E2E_ETCD_MINOR_UPGRADE_TO", "3.6.16")
+	operatorNamespace  = framework.Env("E2E_OPERATOR_NAMESPACE", "etcd-operator-system")
+	operatorDeployment = framework.Env("E2E_OPERATOR_DEPLOYMENT", "etcd-operator-controller-manager")
 	operatorImage      = os.Getenv("E2E_OPERATOR_IMAGE")
 )
 
@@ -40,14 +36,9 @@ var (
 	cfg     *rest.Config
 	k8s     client.Client
 	kubectl string
+	// fw runs the shared helpers against k8s; set in BeforeSuite.
+	fw *framework.Framework
 )
-
-func env(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
-}
 
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -59,20 +50,14 @@ var _ = BeforeSuite(func() {
 	kubeconfig := os.Getenv("KUBECONFIG")
 	Expect(kubeconfig).NotTo(BeEmpty(), "KUBECONFIG must point at the cluster (make cluster-up writes bin/node/kubeconfig)")
 	var err error
-	cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err = framework.RESTConfig(kubeconfig)
 	Expect(err).NotTo(HaveOccurred())
-	cfg.QPS, cfg.Burst = 50, 100
-	scheme := runtime.NewScheme()
-	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	Expect(etcdv1alpha1.AddToScheme(scheme)).To(Succeed())
-	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+	k8s, err = framework.NewClient(cfg)
 	Expect(err).NotTo(HaveOccurred())
 
-	kubectl = os.Getenv("KUBECTL")
-	if kubectl == "" {
-		kubectl, err = exec.LookPath("kubectl")
-		Expect(err).NotTo(HaveOccurred(), "set KUBECTL or put kubectl on PATH")
-	}
+	kubectl, err = framework.FindKubectl()
+	Expect(err).NotTo(HaveOccurred(), "set KUBECTL or put kubectl on PATH")
+	fw = &framework.Framework{Ctx: ctx, Client: k8s, KubectlPath: kubectl, EtcdRepository: etcdRepository, NamespacePrefix: "e2e-"}
 
 	By("waiting for the operator deployed by `make deploy` to be available")
 	start := time.Now()

@@ -19,6 +19,7 @@ import (
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	"github.com/seedops/etcd-operator/internal/failpoint"
+	"github.com/seedops/etcd-operator/tests/framework"
 )
 
 // The failpoint e2e: the operator image built with the failpoints tag, armed through its
@@ -52,12 +53,12 @@ var _ = Describe("Operator crashes at failpoints", Label("failpoints", "membersh
 			rollOperator(func(d *appsv1.Deployment) { d.Spec.Template = original.Spec.Template }, "")
 		})
 
-		ns := newNamespace("failpoints")
-		c := designCluster(ns, "fp", etcdUpgradeFrom, 3)
+		ns := fw.NewNamespace("failpoints")
+		c := fw.NewCluster(ns, "fp", etcdUpgradeFrom, 3)
 		Expect(k8s.Create(ctx, c)).To(Succeed())
-		waitAvailable(c, 5*time.Minute)
-		w := startWriter(c, "/e2e/failpoints")
-		w.waitProgress(20, time.Minute)
+		fw.WaitAvailable(c, 5*time.Minute)
+		w := fw.StartWriter(c, "/e2e/failpoints")
+		w.WaitProgress(20, time.Minute)
 
 		phase := func(name string, armed map[string]int, change func(), converged func()) {
 			By(name + " with " + armSpec(armed))
@@ -66,37 +67,37 @@ var _ = Describe("Operator crashes at failpoints", Label("failpoints", "membersh
 			change()
 			converged()
 			expectCrashes(pod, armed)
-			report("failpoints: "+name, time.Since(start))
-			w.waitProgress(20, time.Minute)
+			framework.ReportDuration("failpoints: "+name, time.Since(start))
+			w.WaitProgress(20, time.Minute)
 		}
 
 		phase("scale 3 → 5", map[string]int{failpoint.AfterMembershipStep: 2, failpoint.AfterStatefulSetApply: 1},
-			func() { updateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Replicas = 5 }) },
+			func() { fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Replicas = 5 }) },
 			func() {
-				waitAvailable(c, 8*time.Minute)
+				fw.WaitAvailable(c, 8*time.Minute)
 				expectVotingMembers(c, memberNames(c, 5), 3*time.Minute)
 				expectAgreement(c, 5)
 			})
 
 		phase("scale 5 → 3", map[string]int{failpoint.AfterMembershipStep: 1, failpoint.AfterStatefulSetApply: 1},
-			func() { updateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Replicas = 3 }) },
+			func() { fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Replicas = 3 }) },
 			func() {
-				waitAvailable(c, 8*time.Minute)
+				fw.WaitAvailable(c, 8*time.Minute)
 				expectVotingMembers(c, memberNames(c, 3), 3*time.Minute)
-				Eventually(func() int { return len(memberPods(c)) }).WithTimeout(2 * time.Minute).Should(Equal(3))
+				Eventually(func() int { return len(fw.MemberPods(c)) }).WithTimeout(2 * time.Minute).Should(Equal(3))
 				expectAgreement(c, 3)
 			})
 
 		phase("upgrade "+etcdUpgradeFrom+" → "+etcdVersion, map[string]int{failpoint.AfterMembershipStep: 1, failpoint.AfterStatefulSetApply: 1},
-			func() { updateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Version = etcdVersion }) },
+			func() { fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Version = etcdVersion }) },
 			func() {
 				Eventually(func(g Gomega) {
-					for _, p := range memberPods(c) {
+					for _, p := range fw.MemberPods(c) {
 						g.Expect(p.Spec.Containers[0].Image).To(Equal(etcdRepository + ":v" + etcdVersion))
 					}
-					g.Expect(getCluster(c).Status.CurrentVersion).To(Equal(etcdVersion))
+					g.Expect(fw.GetCluster(c).Status.CurrentVersion).To(Equal(etcdVersion))
 				}).WithTimeout(10 * time.Minute).WithPolling(time.Second).Should(Succeed())
-				waitAvailable(c, 5*time.Minute)
+				fw.WaitAvailable(c, 5*time.Minute)
 				expectVotingMembers(c, memberNames(c, 3), 3*time.Minute)
 			})
 
@@ -129,7 +130,7 @@ var _ = Describe("Operator crashes at failpoints", Label("failpoints", "membersh
 					g.Expect(id).NotTo(BeZero())
 					g.Expect(id).NotTo(Equal(lostID), "member %s still has its old ID", victim)
 				}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
-				waitAvailable(c, 8*time.Minute)
+				fw.WaitAvailable(c, 8*time.Minute)
 				expectVotingMembers(c, memberNames(c, 3), 3*time.Minute)
 				expectAgreement(c, 3)
 			})
@@ -150,11 +151,11 @@ var _ = Describe("Operator crashes at failpoints", Label("failpoints", "membersh
 					g.Expect(s.Data[corev1.TLSCertKey]).NotTo(BeEmpty())
 					g.Expect(s.Data[corev1.TLSCertKey]).NotTo(Equal(oldCert))
 				}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
-				waitAvailable(c, 5*time.Minute)
+				fw.WaitAvailable(c, 5*time.Minute)
 			})
 
-		w.waitProgress(20, time.Minute)
-		w.stopAndVerify(c)
+		w.WaitProgress(20, time.Minute)
+		w.StopAndVerify(c)
 	})
 })
 

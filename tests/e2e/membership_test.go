@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/tests/framework"
 )
 
 // Scenarios 3, 4, 5 and 6 (operator failover) of the e2e issue. They need the operator's membership logic
@@ -24,54 +25,54 @@ import (
 // `make test-e2e E2E_LABEL_FILTER=membership` runs them.
 var _ = Describe("Membership changes", Label("membership"), func() {
 	It("scales 3 → 5 → 3 with a writer running, losing no acknowledged write", func() {
-		ns := newNamespace("scale")
-		c := designCluster(ns, "scale", etcdVersion, 3)
+		ns := fw.NewNamespace("scale")
+		c := fw.NewCluster(ns, "scale", etcdVersion, 3)
 		Expect(k8s.Create(ctx, c)).To(Succeed())
-		waitAvailable(c, 5*time.Minute)
-		w := startWriter(c, "/e2e/scale")
-		w.waitProgress(20, time.Minute)
+		fw.WaitAvailable(c, 5*time.Minute)
+		w := fw.StartWriter(c, "/e2e/scale")
+		w.WaitProgress(20, time.Minute)
 
 		start := time.Now()
-		updateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Replicas = 5 })
-		waitAvailable(c, 5*time.Minute)
+		fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Replicas = 5 })
+		fw.WaitAvailable(c, 5*time.Minute)
 		expectVotingMembers(c, memberNames(c, 5), 2*time.Minute)
-		report("scale 3 → 5", time.Since(start))
+		framework.ReportDuration("scale 3 → 5", time.Since(start))
 		expectAgreement(c, 5)
-		w.waitProgress(20, time.Minute)
+		w.WaitProgress(20, time.Minute)
 
 		start = time.Now()
-		updateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Replicas = 3 })
-		waitAvailable(c, 5*time.Minute)
+		fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Replicas = 3 })
+		fw.WaitAvailable(c, 5*time.Minute)
 		expectVotingMembers(c, memberNames(c, 3), 2*time.Minute)
-		report("scale 5 → 3", time.Since(start))
+		framework.ReportDuration("scale 5 → 3", time.Since(start))
 		expectAgreement(c, 3)
-		w.waitProgress(20, time.Minute)
-		w.stopAndVerify(c)
+		w.WaitProgress(20, time.Minute)
+		w.StopAndVerify(c)
 	})
 
 	It("upgrades one member at a time, leader last, losing no acknowledged write", func() {
-		ns := newNamespace("upgrade")
-		c := designCluster(ns, "upgrade", etcdUpgradeFrom, 3)
+		ns := fw.NewNamespace("upgrade")
+		c := fw.NewCluster(ns, "upgrade", etcdUpgradeFrom, 3)
 		Expect(k8s.Create(ctx, c)).To(Succeed())
-		waitAvailable(c, 5*time.Minute)
+		fw.WaitAvailable(c, 5*time.Minute)
 		putGet(c, "/e2e/before-upgrade", "kept")
 
 		for _, to := range []string{etcdVersion, etcdMinorUpgradeTo} {
 			By("upgrading to " + to)
-			w := startWriter(c, "/e2e/upgrade-"+to)
-			w.waitProgress(20, time.Minute)
+			w := fw.StartWriter(c, "/e2e/upgrade-"+to)
+			w.WaitProgress(20, time.Minute)
 			obs := startRolloutObserver(c)
 			start := time.Now()
-			updateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Version = to })
+			fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Version = to })
 			Eventually(func(g Gomega) {
-				for _, p := range memberPods(c) {
+				for _, p := range fw.MemberPods(c) {
 					g.Expect(p.Spec.Containers[0].Image).To(Equal(etcdRepository + ":v" + to))
 				}
-				cur := getCluster(c)
+				cur := fw.GetCluster(c)
 				g.Expect(cur.Status.CurrentVersion).To(Equal(to))
 			}).WithTimeout(10 * time.Minute).WithPolling(time.Second).Should(Succeed())
-			waitAvailable(c, 5*time.Minute)
-			report("upgrade to "+to, time.Since(start))
+			fw.WaitAvailable(c, 5*time.Minute)
+			framework.ReportDuration("upgrade to "+to, time.Since(start))
 			replaced, maxDown, err := obs.stop()
 			Expect(err).NotTo(HaveOccurred())
 			GinkgoWriter.Printf("restart order: %v\n", replaced)
@@ -81,20 +82,20 @@ var _ = Describe("Membership changes", Label("membership"), func() {
 				Expect(r.pod).NotTo(Equal(r.leaderBefore), "restart %d took down the leader before the followers", i+1)
 			}
 			expectVotingMembers(c, memberNames(c, 3), time.Minute)
-			w.waitProgress(20, time.Minute)
-			w.stopAndVerify(c)
+			w.WaitProgress(20, time.Minute)
+			w.StopAndVerify(c)
 		}
 		expectKey(c, "/e2e/before-upgrade", "kept")
 	})
 
 	It("heals a member whose volume and pod are deleted together", func() {
-		ns := newNamespace("heal")
-		c := designCluster(ns, "heal", etcdVersion, 3)
+		ns := fw.NewNamespace("heal")
+		c := fw.NewCluster(ns, "heal", etcdVersion, 3)
 		Expect(k8s.Create(ctx, c)).To(Succeed())
-		waitAvailable(c, 5*time.Minute)
+		fw.WaitAvailable(c, 5*time.Minute)
 		putGet(c, "/e2e/before-heal", "kept")
-		w := startWriter(c, "/e2e/heal")
-		w.waitProgress(20, time.Minute)
+		w := fw.StartWriter(c, "/e2e/heal")
+		w.WaitProgress(20, time.Minute)
 
 		victim := "heal-1"
 		before, err := memberList(c, "heal-0")
@@ -105,9 +106,9 @@ var _ = Describe("Membership changes", Label("membership"), func() {
 		Expect(k8s.Delete(ctx, pvc)).To(Succeed())
 		uid := deletePod(ns, victim)
 		waitPodReplaced(ns, victim, uid, 5*time.Minute)
-		waitAvailable(c, 5*time.Minute)
+		fw.WaitAvailable(c, 5*time.Minute)
 		expectVotingMembers(c, memberNames(c, 3), 3*time.Minute)
-		report("member healed after losing its volume", time.Since(start))
+		framework.ReportDuration("member healed after losing its volume", time.Since(start))
 
 		after, err := memberList(c, "heal-0")
 		Expect(err).NotTo(HaveOccurred())
@@ -120,22 +121,22 @@ var _ = Describe("Membership changes", Label("membership"), func() {
 			return etcdctl(c, victim, "--endpoints="+localURL(c), "get", "/e2e/before-heal",
 				"--print-value-only", "--consistency=s")
 		}).WithTimeout(time.Minute).Should(ContainSubstring("kept"))
-		w.waitProgress(20, time.Minute)
-		w.stopAndVerify(c)
+		w.WaitProgress(20, time.Minute)
+		w.StopAndVerify(c)
 	})
 
 	It("converges when the operator pod is killed in the middle of a scale-up", func() {
-		ns := newNamespace("failover")
-		c := designCluster(ns, "failover", etcdVersion, 3)
+		ns := fw.NewNamespace("failover")
+		c := fw.NewCluster(ns, "failover", etcdVersion, 3)
 		Expect(k8s.Create(ctx, c)).To(Succeed())
-		waitAvailable(c, 5*time.Minute)
-		w := startWriter(c, "/e2e/failover")
-		w.waitProgress(20, time.Minute)
+		fw.WaitAvailable(c, 5*time.Minute)
+		w := fw.StartWriter(c, "/e2e/failover")
+		w.WaitProgress(20, time.Minute)
 
 		start := time.Now()
-		updateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Replicas = 5 })
+		fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Replicas = 5 })
 		By("waiting until the scale-up has begun")
-		Eventually(func() int { return len(memberPods(c)) }).WithTimeout(2 * time.Minute).
+		Eventually(func() int { return len(fw.MemberPods(c)) }).WithTimeout(2 * time.Minute).
 			WithPolling(200 * time.Millisecond).Should(BeNumerically(">", 3))
 		By("killing the operator")
 		pods := &corev1.PodList{}
@@ -145,17 +146,17 @@ var _ = Describe("Membership changes", Label("membership"), func() {
 		for i := range pods.Items {
 			Expect(k8s.Delete(ctx, &pods.Items[i], client.GracePeriodSeconds(0))).To(Succeed())
 		}
-		waitAvailable(c, 5*time.Minute)
+		fw.WaitAvailable(c, 5*time.Minute)
 		expectVotingMembers(c, memberNames(c, 5), 3*time.Minute)
 		expectAgreement(c, 5)
-		report("scale 3 → 5 with the operator killed midway", time.Since(start))
+		framework.ReportDuration("scale 3 → 5 with the operator killed midway", time.Since(start))
 		Eventually(func(g Gomega) {
 			d := &appsv1.Deployment{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: operatorDeployment}, d)).To(Succeed())
 			g.Expect(d.Status.AvailableReplicas).To(Equal(*d.Spec.Replicas))
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
-		w.waitProgress(20, time.Minute)
-		w.stopAndVerify(c)
+		w.WaitProgress(20, time.Minute)
+		w.StopAndVerify(c)
 	})
 })
 
@@ -171,14 +172,14 @@ func memberID(members []etcdMember, name string) uint64 {
 // expectAgreement checks that etcd's member list, the member pods and the EtcdCluster status agree on n members.
 func expectAgreement(c *etcdv1alpha1.EtcdCluster, n int) {
 	EventuallyWithOffset(1, func(g Gomega) {
-		pods := memberPods(c)
+		pods := fw.MemberPods(c)
 		var podNames []string
 		for _, p := range pods {
 			g.Expect(p.DeletionTimestamp).To(BeNil())
 			podNames = append(podNames, p.Name)
 		}
 		g.Expect(podNames).To(Equal(memberNames(c, n)))
-		cur := getCluster(c)
+		cur := fw.GetCluster(c)
 		var statusNames []string
 		for _, m := range cur.Status.Members {
 			g.Expect(m.Healthy).To(BeTrue(), "member %s", m.Name)
@@ -237,7 +238,7 @@ func startRolloutObserver(c *etcdv1alpha1.EtcdCluster) *rolloutObserver {
 				p := &pods.Items[i]
 				seen[p.Name] = true
 				live := p.DeletionTimestamp == nil
-				if !live || !podReady(p) {
+				if !live || !framework.PodReady(p) {
 					down++
 				}
 				known, ok := uids[p.Name]

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/tests/framework"
 )
 
 // Safety under ordinary events: a version whose image does not exist, a StatefulSet deleted with its pods
@@ -33,12 +34,12 @@ import (
 var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 	It("stalls on a version whose image does not exist, changes nothing more, and recovers when it is reverted", func() {
 		const missing = "3.5.99"
-		ns := newNamespace("badimage")
-		c := designCluster(ns, "badimage", etcdVersion, 3)
+		ns := fw.NewNamespace("badimage")
+		c := fw.NewCluster(ns, "badimage", etcdVersion, 3)
 		Expect(k8s.Create(ctx, c)).To(Succeed())
-		waitAvailable(c, 5*time.Minute)
-		w := startWriter(c, "/e2e/badimage")
-		w.waitProgress(20, time.Minute)
+		fw.WaitAvailable(c, 5*time.Minute)
+		w := fw.StartWriter(c, "/e2e/badimage")
+		w.WaitProgress(20, time.Minute)
 		ids := memberIDsByName(c, 3)
 		claims := claimUIDs(c, 3)
 		pods := podUIDs(c)
@@ -48,16 +49,16 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 		leaderBefore, err := leaderPod(c)
 		Expect(err).NotTo(HaveOccurred())
 		start := time.Now()
-		s.expectChange(getCluster(c).Generation+1, "version "+missing, func(t safetyTruth) bool {
+		s.expectChange(fw.GetCluster(c).Generation+1, "version "+missing, func(t safetyTruth) bool {
 			return t.allPodsOn(etcdRepository+":v"+missing, 3)
 		})
-		updateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Version = missing })
+		fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Version = missing })
 
 		By("waiting for one follower to be restarted onto the missing image")
 		var stuck string
 		Eventually(func(g Gomega) {
 			var onMissing []string
-			for _, p := range memberPods(c) {
+			for _, p := range fw.MemberPods(c) {
 				if p.Spec.Containers[0].Image == etcdRepository+":v"+missing {
 					onMissing = append(onMissing, p.Name)
 					g.Expect(etcdWaitingReason(&p)).To(BeElementOf("ErrImagePull", "ImagePullBackOff"), "pod %s", p.Name)
@@ -80,7 +81,7 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 
 		By("waiting for the status to report the stall")
 		Eventually(func(g Gomega) {
-			cur := getCluster(c)
+			cur := fw.GetCluster(c)
 			g.Expect(cur.Status.ObservedGeneration).To(Equal(cur.Generation))
 			deg := meta.FindStatusCondition(cur.Status.Conditions, etcdv1alpha1.ConditionDegraded)
 			g.Expect(deg).NotTo(BeNil())
@@ -96,55 +97,55 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 			g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1alpha1.ConditionAvailable)).To(BeTrue(),
 				"two of three members run: quorum holds")
 		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
-		report("stall reported", time.Since(start))
+		framework.ReportDuration("stall reported", time.Since(start))
 
 		By("checking that nothing more changes while the member cannot start")
 		Consistently(func(g Gomega) {
 			expectSameMembers(g, c, ids, stuck)
 			expectSameClaims(g, c, claims)
 			expectSamePods(g, c, pods)
-			cur := getCluster(c)
+			cur := fw.GetCluster(c)
 			g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1alpha1.ConditionDegraded)).To(BeTrue())
 			g.Expect(meta.FindStatusCondition(cur.Status.Conditions, etcdv1alpha1.ConditionProgressing).Reason).
 				To(Equal("UpgradeStalled"))
 		}).WithTimeout(40 * time.Second).WithPolling(2 * time.Second).Should(Succeed())
-		w.waitProgress(20, time.Minute)
+		w.WaitProgress(20, time.Minute)
 
 		By("reverting spec.version")
 		start = time.Now()
-		s.expectChange(getCluster(c).Generation+1, "revert to "+etcdVersion, func(t safetyTruth) bool {
+		s.expectChange(fw.GetCluster(c).Generation+1, "revert to "+etcdVersion, func(t safetyTruth) bool {
 			return t.allPodsOn(etcdRepository+":v"+etcdVersion, 3) && t.healthyVoters() == 3
 		})
-		updateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Version = etcdVersion })
+		fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Version = etcdVersion })
 		waitPodReplaced(ns, stuck, pods[stuck], 5*time.Minute)
-		waitAvailable(c, 5*time.Minute)
+		fw.WaitAvailable(c, 5*time.Minute)
 		expectVotingMembers(c, memberNames(c, 3), 2*time.Minute)
 		Eventually(func(g Gomega) {
-			cur := getCluster(c)
+			cur := fw.GetCluster(c)
 			g.Expect(meta.IsStatusConditionFalse(cur.Status.Conditions, etcdv1alpha1.ConditionDegraded)).To(BeTrue(),
 				"conditions: %+v", cur.Status.Conditions)
-			for _, p := range memberPods(c) {
+			for _, p := range fw.MemberPods(c) {
 				g.Expect(p.Spec.Containers[0].Image).To(Equal(etcdRepository + ":v" + etcdVersion))
 			}
 		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
-		report("recovered after the revert", time.Since(start))
+		framework.ReportDuration("recovered after the revert", time.Since(start))
 		Expect(memberIDsByName(c, 3)).To(Equal(ids), "member IDs")
 		Eventually(func(g Gomega) { expectSameClaims(g, c, claims) }).Should(Succeed())
 		delete(pods, stuck)
 		Eventually(func(g Gomega) { expectSamePods(g, c, pods) }).Should(Succeed())
 
-		w.waitProgress(20, time.Minute)
-		w.stopAndVerify(c)
+		w.WaitProgress(20, time.Minute)
+		w.StopAndVerify(c)
 		s.verify()
 	})
 
 	It("recreates a StatefulSet deleted with orphaned pods in the middle of a scale-up at the current membership", func() {
-		ns := newNamespace("orphan")
-		c := designCluster(ns, "orphan", etcdVersion, 3)
+		ns := fw.NewNamespace("orphan")
+		c := fw.NewCluster(ns, "orphan", etcdVersion, 3)
 		Expect(k8s.Create(ctx, c)).To(Succeed())
-		waitAvailable(c, 5*time.Minute)
-		w := startWriter(c, "/e2e/orphan")
-		w.waitProgress(20, time.Minute)
+		fw.WaitAvailable(c, 5*time.Minute)
+		w := fw.StartWriter(c, "/e2e/orphan")
+		w.WaitProgress(20, time.Minute)
 		ids := memberIDsByName(c, 3)
 		s := startSafetySampler(c)
 		DeferCleanup(s.halt)
@@ -152,10 +153,10 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Name}, sts)).To(Succeed())
 
 		start := time.Now()
-		s.expectChange(getCluster(c).Generation+1, "replicas 5", func(t safetyTruth) bool {
+		s.expectChange(fw.GetCluster(c).Generation+1, "replicas 5", func(t safetyTruth) bool {
 			return t.healthyVoters() == 5 && t.voters() == 5 && t.readyPods() == 5
 		})
-		updateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Replicas = 5 })
+		fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Replicas = 5 })
 
 		By("waiting for the fourth member in etcd's member list")
 		Eventually(func() (int, error) {
@@ -163,35 +164,35 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 			return len(members), err
 		}).WithTimeout(3 * time.Minute).WithPolling(200 * time.Millisecond).Should(BeNumerically(">=", 4))
 		By("deleting the StatefulSet, orphaning its pods")
-		_, err := kubectlRun("delete", "statefulset", "-n", ns, c.Name, "--cascade=orphan", "--wait=true")
+		_, err := fw.Kubectl("delete", "statefulset", "-n", ns, c.Name, "--cascade=orphan", "--wait=true")
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(func(g Gomega) {
 			cur := &appsv1.StatefulSet{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Name}, cur)).To(Succeed())
 			g.Expect(cur.UID).NotTo(Equal(sts.UID))
 		}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
-		report("StatefulSet recreated", time.Since(start))
+		framework.ReportDuration("StatefulSet recreated", time.Since(start))
 
-		waitAvailable(c, 8*time.Minute)
+		fw.WaitAvailable(c, 8*time.Minute)
 		expectVotingMembers(c, memberNames(c, 5), 3*time.Minute)
 		expectAgreement(c, 5)
-		report("scale 3 → 5 with the StatefulSet deleted midway", time.Since(start))
+		framework.ReportDuration("scale 3 → 5 with the StatefulSet deleted midway", time.Since(start))
 		after := memberIDsByName(c, 5)
 		for name, id := range ids {
 			Expect(after[name]).To(Equal(id), "member %s keeps its ID", name)
 		}
-		w.waitProgress(20, time.Minute)
-		w.stopAndVerify(c)
+		w.WaitProgress(20, time.Minute)
+		w.StopAndVerify(c)
 		s.verify()
 	})
 
 	It("changes no member when the operator restarts with another cluster domain", func() {
-		ns := newNamespace("domain")
-		c := designCluster(ns, "domain", etcdVersion, 3)
+		ns := fw.NewNamespace("domain")
+		c := fw.NewCluster(ns, "domain", etcdVersion, 3)
 		Expect(k8s.Create(ctx, c)).To(Succeed())
-		waitAvailable(c, 5*time.Minute)
-		w := startWriter(c, "/e2e/domain")
-		w.waitProgress(20, time.Minute)
+		fw.WaitAvailable(c, 5*time.Minute)
+		w := fw.StartWriter(c, "/e2e/domain")
+		w.WaitProgress(20, time.Minute)
 		ids := memberIDsByName(c, 3)
 		claims := claimUIDs(c, 3)
 		pods := podUIDs(c)
@@ -215,13 +216,13 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 			m.Args = slices.DeleteFunc(slices.Clone(m.Args), func(a string) bool { return strings.HasPrefix(a, "--cluster-domain") })
 			m.Args = append(m.Args, "--cluster-domain=other.example")
 		}, "")
-		report("operator restarted with another cluster domain", time.Since(start))
+		framework.ReportDuration("operator restarted with another cluster domain", time.Since(start))
 		Consistently(func(g Gomega) {
 			expectSameMembers(g, c, ids, "")
 			expectSameClaims(g, c, claims)
 			expectSamePods(g, c, pods)
 		}).WithTimeout(40 * time.Second).WithPolling(2 * time.Second).Should(Succeed())
-		w.waitProgress(20, time.Minute)
+		w.WaitProgress(20, time.Minute)
 		logCertificateNames(c)
 		logOperator(ns)
 
@@ -229,26 +230,26 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 		start = time.Now()
 		rollOperator(func(d *appsv1.Deployment) { d.Spec.Template = original.Spec.Template }, "")
 		restored = true
-		waitAvailable(c, 5*time.Minute)
+		fw.WaitAvailable(c, 5*time.Minute)
 		expectVotingMembers(c, memberNames(c, 3), 2*time.Minute)
 		expectAgreement(c, 3)
-		report("available after the original domain is back", time.Since(start))
+		framework.ReportDuration("available after the original domain is back", time.Since(start))
 		Expect(memberIDsByName(c, 3)).To(Equal(ids), "member IDs")
 		Eventually(func(g Gomega) { expectSameClaims(g, c, claims) }).Should(Succeed())
 
-		w.waitProgress(20, time.Minute)
-		w.stopAndVerify(c)
+		w.WaitProgress(20, time.Minute)
+		w.StopAndVerify(c)
 		s.verify()
 	})
 
 	It("replaces a member whose pod and claim are deleted at once exactly once", func() {
-		ns := newNamespace("podclaim")
-		c := designCluster(ns, "podclaim", etcdVersion, 3)
+		ns := fw.NewNamespace("podclaim")
+		c := fw.NewCluster(ns, "podclaim", etcdVersion, 3)
 		Expect(k8s.Create(ctx, c)).To(Succeed())
-		waitAvailable(c, 5*time.Minute)
+		fw.WaitAvailable(c, 5*time.Minute)
 		putGet(c, "/e2e/before-loss", "kept")
-		w := startWriter(c, "/e2e/podclaim")
-		w.waitProgress(20, time.Minute)
+		w := fw.StartWriter(c, "/e2e/podclaim")
+		w.WaitProgress(20, time.Minute)
 		ids := memberIDsByName(c, 3)
 		claims := claimUIDs(c, 3)
 		s := startSafetySampler(c)
@@ -258,9 +259,9 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 		podBefore := &corev1.Pod{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: victim}, podBefore)).To(Succeed())
 		start := time.Now()
-		_, err := kubectlRun("delete", "pvc", "-n", ns, "data-"+victim, "--wait=false")
+		_, err := fw.Kubectl("delete", "pvc", "-n", ns, "data-"+victim, "--wait=false")
 		Expect(err).NotTo(HaveOccurred())
-		_, err = kubectlRun("delete", "pod", "-n", ns, victim, "--wait=false")
+		_, err = fw.Kubectl("delete", "pod", "-n", ns, victim, "--wait=false")
 		Expect(err).NotTo(HaveOccurred())
 
 		waitPodReplaced(ns, victim, string(podBefore.UID), 5*time.Minute)
@@ -269,10 +270,10 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 			g.Expect(after[victim]).NotTo(BeZero())
 			g.Expect(after[victim]).NotTo(Equal(ids[victim]), "member %s still has its old ID", victim)
 		}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
-		waitAvailable(c, 5*time.Minute)
+		fw.WaitAvailable(c, 5*time.Minute)
 		expectVotingMembers(c, memberNames(c, 3), 3*time.Minute)
 		expectAgreement(c, 3)
-		report("member replaced after losing its pod and claim", time.Since(start))
+		framework.ReportDuration("member replaced after losing its pod and claim", time.Since(start))
 
 		after := memberIDsByName(c, 3)
 		for name, id := range ids {
@@ -294,8 +295,8 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 				"--print-value-only", "--consistency=s")
 		}).WithTimeout(time.Minute).Should(ContainSubstring("kept"))
 
-		w.waitProgress(20, time.Minute)
-		w.stopAndVerify(c)
+		w.WaitProgress(20, time.Minute)
+		w.StopAndVerify(c)
 		s.verify()
 	})
 })
@@ -311,7 +312,7 @@ func memberIDsByName(c *etcdv1alpha1.EtcdCluster, n int) map[string]uint64 {
 }
 
 func memberIDsByNameG(g Gomega, c *etcdv1alpha1.EtcdCluster) map[string]uint64 {
-	cli := clusterClient(c)
+	cli := fw.ClusterClient(c)
 	defer func() { _ = cli.Close() }()
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -328,8 +329,8 @@ func memberIDsByNameG(g Gomega, c *etcdv1alpha1.EtcdCluster) map[string]uint64 {
 // expectSameMembers checks that etcd lists exactly the members of ids, asked from a ready pod other than skip.
 func expectSameMembers(g Gomega, c *etcdv1alpha1.EtcdCluster, ids map[string]uint64, skip string) {
 	var from string
-	for _, p := range memberPods(c) {
-		if p.Name != skip && podReady(&p) {
+	for _, p := range fw.MemberPods(c) {
+		if p.Name != skip && framework.PodReady(&p) {
 			from = p.Name
 			break
 		}
@@ -367,7 +368,7 @@ func expectSameClaims(g Gomega, c *etcdv1alpha1.EtcdCluster, claims map[string]t
 // podUIDs returns the UIDs of the member pods by name.
 func podUIDs(c *etcdv1alpha1.EtcdCluster) map[string]string {
 	out := map[string]string{}
-	for _, p := range memberPods(c) {
+	for _, p := range fw.MemberPods(c) {
 		out[p.Name] = string(p.UID)
 	}
 	return out
@@ -429,7 +430,7 @@ func (t safetyTruth) healthyVoters() int {
 func (t safetyTruth) readyPods() int {
 	n := 0
 	for i := range t.pods {
-		if podReady(&t.pods[i]) {
+		if framework.PodReady(&t.pods[i]) {
 			n++
 		}
 	}
@@ -442,7 +443,7 @@ func (t safetyTruth) allPodsOn(image string, n int) bool {
 		return false
 	}
 	for i := range t.pods {
-		if t.pods[i].Spec.Containers[0].Image != image || !podReady(&t.pods[i]) {
+		if t.pods[i].Spec.Containers[0].Image != image || !framework.PodReady(&t.pods[i]) {
 			return false
 		}
 	}
@@ -478,8 +479,8 @@ const quorumGrace = 10 * time.Second
 func startSafetySampler(c *etcdv1alpha1.EtcdCluster) *safetySampler {
 	sctx, cancel := context.WithCancel(ctx)
 	s := &safetySampler{c: c, cancel: cancel, done: make(chan struct{}), ids: map[string]map[uint64]bool{}}
-	cli := clusterClient(c)
-	useTLS := tlsOn(c)
+	cli := fw.ClusterClient(c)
+	useTLS := fw.TLSOn(c)
 	go func() {
 		defer GinkgoRecover()
 		defer close(s.done)
@@ -570,9 +571,9 @@ func (s *safetySampler) sample(sctx context.Context, cli *clientv3.Client, clien
 			var pcli *clientv3.Client
 			var err error
 			if useTLS {
-				pcli, err = etcdClientTLS(host, ip, clusterTLS(c, host), 2*time.Second)
+				pcli, err = framework.EtcdClientTLS(host, ip, fw.ClusterTLS(c, host), 2*time.Second)
 			} else {
-				pcli, err = clientv3.New(clientConfig([]string{"http://" + ip + ":2379"}, 2*time.Second))
+				pcli, err = clientv3.New(framework.ClientConfig([]string{"http://" + ip + ":2379"}, 2*time.Second))
 			}
 			if err != nil {
 				continue
@@ -720,7 +721,7 @@ func logCertificateNames(c *etcdv1alpha1.EtcdCluster) {
 
 // logOperator prints the operator's log lines about namespace ns.
 func logOperator(ns string) {
-	out, err := kubectlRun("logs", "-n", operatorNamespace, "deploy/"+operatorDeployment)
+	out, err := fw.Kubectl("logs", "-n", operatorNamespace, "deploy/"+operatorDeployment)
 	if err != nil {
 		GinkgoWriter.Printf("operator log: %v\n", err)
 		return

@@ -21,6 +21,7 @@ import (
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	"github.com/seedops/etcd-operator/internal/pki"
+	"github.com/seedops/etcd-operator/tests/framework"
 )
 
 // TLS (on by default) and certificate rotation on real members: certificates last 10 minutes and are
@@ -32,12 +33,12 @@ var _ = Describe("TLS", Label("tls"), Ordered, func() {
 	)
 
 	BeforeAll(func() {
-		ns = newNamespace("tls")
-		c = designCluster(ns, "secure", etcdVersion, 3)
+		ns = fw.NewNamespace("tls")
+		c = fw.NewCluster(ns, "secure", etcdVersion, 3)
 		c.Spec.TLS.CertificateDuration = &metav1.Duration{Duration: 10 * time.Minute}
 		c.Spec.TLS.RenewBefore = &metav1.Duration{Duration: 9 * time.Minute}
 		Expect(k8s.Create(ctx, c)).To(Succeed())
-		report("time to a healthy 3-member TLS cluster", waitAvailable(c, 5*time.Minute))
+		framework.ReportDuration("time to a healthy 3-member TLS cluster", fw.WaitAvailable(c, 5*time.Minute))
 	})
 
 	serverSerial := func() *big.Int {
@@ -49,7 +50,7 @@ var _ = Describe("TLS", Label("tls"), Ordered, func() {
 	}
 	// servedSerial is the serial of the certificate a member presents on a new connection.
 	servedSerial := func(g Gomega, p corev1.Pod) *big.Int {
-		cfg := clusterTLS(c, fmt.Sprintf("%s.%s.%s.svc.cluster.local", p.Name, c.Name, ns))
+		cfg := fw.ClusterTLS(c, fmt.Sprintf("%s.%s.%s.svc.cluster.local", p.Name, c.Name, ns))
 		conn, err := tls.DialWithDialer(&netDialer, "tcp", p.Status.PodIP+":2379", cfg)
 		g.Expect(err).NotTo(HaveOccurred())
 		defer func() { _ = conn.Close() }()
@@ -57,7 +58,7 @@ var _ = Describe("TLS", Label("tls"), Ordered, func() {
 	}
 
 	It("serves clients only over TLS, and only with a certificate from the cluster's CA", func() {
-		cur := getCluster(c)
+		cur := fw.GetCluster(c)
 		Expect(*cur.Spec.TLS.Enabled).To(BeTrue(), "TLS is the default")
 		Expect(cur.Status.ClientEndpoint).To(HavePrefix("https://"))
 		Expect(cur.Status.TLS).NotTo(BeNil())
@@ -68,7 +69,7 @@ var _ = Describe("TLS", Label("tls"), Ordered, func() {
 		svc := &corev1.Service{}
 		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: c.Name + "-client"}, svc)).To(Succeed())
 		serverName := c.Name + "-client." + ns + ".svc"
-		good := clusterTLS(c, serverName)
+		good := fw.ClusterTLS(c, serverName)
 		stranger, _, err := pki.NewCA("stranger", time.Hour, time.Now())
 		Expect(err).NotTo(HaveOccurred())
 		strangerCert, strangerCertKey, err := stranger.Issue(pki.Request{CommonName: "root", Usage: pki.ClientOnly, Validity: time.Hour}, time.Now())
@@ -81,7 +82,7 @@ var _ = Describe("TLS", Label("tls"), Ordered, func() {
 		foreignCert.Certificates = []tls.Certificate{pair}
 		for name, cfg := range map[string]*tls.Config{"no client certificate": noCert, "a certificate from another CA": foreignCert} {
 			// The same name and address the working client uses: only the client certificate differs.
-			cli, err := etcdClientTLS(serverName, svc.Spec.ClusterIP, cfg, 3*time.Second)
+			cli, err := framework.EtcdClientTLS(serverName, svc.Spec.ClusterIP, cfg, 3*time.Second)
 			if err == nil {
 				pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				_, err = cli.Put(pctx, "/e2e/intruder", name)
@@ -102,20 +103,20 @@ var _ = Describe("TLS", Label("tls"), Ordered, func() {
 	})
 
 	It("rotates certificates before they expire, without restarting members or failing a write", func() {
-		pods := memberPods(c)
+		pods := fw.MemberPods(c)
 		Expect(pods).To(HaveLen(3))
 		uids := map[string]types.UID{}
 		for _, p := range pods {
 			uids[p.Name] = p.UID
 		}
-		w := startWriter(c, "/e2e/rotation")
-		w.waitProgress(50, time.Minute)
+		w := fw.StartWriter(c, "/e2e/rotation")
+		w.WaitProgress(50, time.Minute)
 
 		before := serverSerial()
 		start := time.Now()
 		Eventually(func() bool { return serverSerial().Cmp(before) != 0 }).WithTimeout(3*time.Minute).WithPolling(2*time.Second).
 			Should(BeTrue(), "the server certificate was not renewed")
-		report("server certificate renewed after", time.Since(start))
+		framework.ReportDuration("server certificate renewed after", time.Since(start))
 		// The kubelet updates the Secret volumes within its sync period; etcd reads the files on every new
 		// connection, so each member soon presents the renewed certificate.
 		for _, p := range pods {
@@ -124,21 +125,19 @@ var _ = Describe("TLS", Label("tls"), Ordered, func() {
 				g.Expect(servedSerial(g, p)).NotTo(Equal(before))
 			}).WithTimeout(3*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "member %s", p.Name)
 		}
-		report("every member serves the renewed certificate after", time.Since(start))
-		w.waitProgress(50, time.Minute)
+		framework.ReportDuration("every member serves the renewed certificate after", time.Since(start))
+		w.WaitProgress(50, time.Minute)
 
-		w.mu.Lock()
-		failed := w.failed
-		w.mu.Unlock()
-		w.stopAndVerify(c)
+		_, failed := w.Counts()
+		w.StopAndVerify(c)
 		Expect(failed).To(BeZero(), "writes failed during the rotation")
-		for _, p := range memberPods(c) {
+		for _, p := range fw.MemberPods(c) {
 			Expect(p.UID).To(Equal(uids[p.Name]), "member %s was replaced", p.Name)
 			for _, st := range p.Status.ContainerStatuses {
 				Expect(st.RestartCount).To(BeZero(), "member %s restarted", p.Name)
 			}
 		}
-		cur := getCluster(c)
+		cur := fw.GetCluster(c)
 		for _, cert := range cur.Status.TLS.Certificates {
 			if cert.Name == "server" {
 				Expect(cert.NotAfter.Time).To(BeTemporally(">", start.Add(5*time.Minute)), "status shows the renewed expiry")

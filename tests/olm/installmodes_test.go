@@ -61,26 +61,26 @@ var _ = Describe("Install modes", Label("install-modes"), func() {
 			expectNoOperatorErrors(pod)
 		},
 		Entry("OwnNamespace", func() installModeCase {
-			op, other := newNamespace("own", true), newNamespace("own-other", true)
+			op, other := fw.NewNamespace("own"), fw.NewNamespace("own-other")
 			return installModeCase{operatorNS: op, targets: []string{op}, watched: []string{op},
 				ignored: []string{other}, noRights: []string{other}}
 		}),
 		Entry("SingleNamespace", func() installModeCase {
-			op, target, other := newNamespace("single", true), newNamespace("single-target", true), newNamespace("single-other", true)
+			op, target, other := fw.NewNamespace("single"), fw.NewNamespace("single-target"), fw.NewNamespace("single-other")
 			// The operator's own namespace is not a target: clusters there are ignored too (OLM still grants the
 			// CSV's namespaced permissions there, for leader election).
 			return installModeCase{operatorNS: op, targets: []string{target}, watched: []string{target},
 				ignored: []string{op, other}, noRights: []string{other}}
 		}),
 		Entry("MultiNamespace", func() installModeCase {
-			op := newNamespace("multi", true)
-			t1, t2, other := newNamespace("multi-target1", true), newNamespace("multi-target2", true), newNamespace("multi-other", true)
+			op := fw.NewNamespace("multi")
+			t1, t2, other := fw.NewNamespace("multi-target1"), fw.NewNamespace("multi-target2"), fw.NewNamespace("multi-other")
 			return installModeCase{operatorNS: op, targets: []string{t1, t2}, watched: []string{t1, t2},
 				ignored: []string{op, other}, noRights: []string{other}}
 		}),
 		Entry("AllNamespaces", func() installModeCase {
-			op := newNamespace("all", true)
-			return installModeCase{operatorNS: op, targets: nil, watched: []string{newNamespace("all-any", true)}}
+			op := fw.NewNamespace("all")
+			return installModeCase{operatorNS: op, targets: nil, watched: []string{fw.NewNamespace("all-any")}}
 		}),
 	)
 })

@@ -10,7 +10,6 @@ import (
 	"bufio"
 	"context"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -22,34 +21,31 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/tests/framework"
 )
 
 // Settings, from the environment (make test-olm sets them) with defaults that match hack/olm and hack/node.
 var (
-	imagesEnv       = env("OLM_IMAGES_ENV", "../../bin/node/olm/images.env")
-	olmNamespace    = env("OLM_NAMESPACE", "olm")
-	catalogSource   = env("OLM_CATALOG_SOURCE", "etcd-operator-catalog")
-	packageName     = env("OLM_PACKAGE", "etcd-operator")
-	currentVersion  = env("OLM_CURRENT_VERSION", "0.2.0")
-	previousVersion = env("OLM_PREVIOUS_VERSION", "0.1.0")
-	etcdRepository  = env("OLM_ETCD_REPOSITORY", "localhost:5000/etcd")
-	etcdVersion     = env("OLM_ETCD_VERSION", "3.5.35")
+	imagesEnv       = framework.Env("OLM_IMAGES_ENV", "../../bin/node/olm/images.env")
+	olmNamespace    = framework.Env("OLM_NAMESPACE", "olm")
+	catalogSource   = framework.Env("OLM_CATALOG_SOURCE", "etcd-operator-catalog")
+	packageName     = framework.Env("OLM_PACKAGE", "etcd-operator")
+	currentVersion  = framework.Env("OLM_CURRENT_VERSION", "0.2.0")
+	previousVersion = framework.Env("OLM_PREVIOUS_VERSION", "0.1.0")
+	etcdRepository  = framework.Env("OLM_ETCD_REPOSITORY", "localhost:5000/etcd")
+	etcdVersion     = framework.Env("OLM_ETCD_VERSION", "3.5.35")
 	operatorSDK     = os.Getenv("OPERATOR_SDK")
 	// The node registry's TLS endpoint and the CA bundle that trusts it (hack/node/registry.sh).
-	registryTLS       = env("OLM_REGISTRY_TLS", "localhost:5443")
+	registryTLS       = framework.Env("OLM_REGISTRY_TLS", "localhost:5443")
 	registryTLSBundle = os.Getenv("OLM_REGISTRY_TLS_BUNDLE")
 	// Namespaces where `make deploy` puts the operator: it must not run during this suite (two operators would
 	// reconcile the same clusters).
-	deployNamespace = env("OLM_DEPLOY_NAMESPACE", "etcd-operator-system")
+	deployNamespace = framework.Env("OLM_DEPLOY_NAMESPACE", "etcd-operator-system")
 )
 
 const operatorDeployment = "etcd-operator-controller-manager"
@@ -61,14 +57,9 @@ var (
 	cs      *kubernetes.Clientset
 	kubectl string
 	images  map[string]string
+	// fw runs the shared helpers against k8s; set in BeforeSuite.
+	fw *framework.Framework
 )
-
-func env(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
-}
 
 func TestOLM(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -93,24 +84,22 @@ var _ = BeforeSuite(func() {
 	kubeconfig := os.Getenv("KUBECONFIG")
 	Expect(kubeconfig).NotTo(BeEmpty(), "KUBECONFIG must point at the node (bin/node/kubeconfig)")
 	var err error
-	cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err = framework.RESTConfig(kubeconfig)
 	Expect(err).NotTo(HaveOccurred())
-	cfg.QPS, cfg.Burst = 50, 100
-	scheme := runtime.NewScheme()
-	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	Expect(operatorsv1alpha1.AddToScheme(scheme)).To(Succeed())
-	Expect(operatorsv1.AddToScheme(scheme)).To(Succeed())
-	Expect(etcdv1alpha1.AddToScheme(scheme)).To(Succeed())
-	Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
-	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+	k8s, err = framework.NewClient(cfg, operatorsv1alpha1.AddToScheme, operatorsv1.AddToScheme, apiextensionsv1.AddToScheme)
 	Expect(err).NotTo(HaveOccurred())
 	cs, err = kubernetes.NewForConfig(cfg)
 	Expect(err).NotTo(HaveOccurred())
-	kubectl = os.Getenv("KUBECTL")
-	if kubectl == "" {
-		kubectl, err = exec.LookPath("kubectl")
-		Expect(err).NotTo(HaveOccurred(), "set KUBECTL or put kubectl on PATH")
-	}
+	kubectl, err = framework.FindKubectl()
+	Expect(err).NotTo(HaveOccurred(), "set KUBECTL or put kubectl on PATH")
+	fw = &framework.Framework{Ctx: ctx, Client: k8s, KubectlPath: kubectl, EtcdRepository: etcdRepository,
+		// Wait until a namespace is gone: an operator watching all namespaces in a later spec would otherwise
+		// reconcile (and log about) this spec's clusters while their namespace terminates.
+		NamespacePrefix: "olm-", NamespaceGoneTimeout: 3 * time.Minute, Poll: time.Second,
+		// Pace the writer (it shares 2 cores with the node). The upgrade scenario's cluster is made by the
+		// previous release, so the writer dials the client Service's IP over plain HTTP.
+		WritePause: 20 * time.Millisecond}
+	fw.EtcdClient = fw.ServiceIPClient
 
 	f, err := os.Open(imagesEnv)
 	Expect(err).NotTo(HaveOccurred(), "run hack/olm/images.sh (make olm-up) first")

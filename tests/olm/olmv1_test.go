@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/seedops/etcd-operator/tests/framework"
 )
 
 // OLM v1's API is used unstructured: its Go module is a tool of the harness (hack/tools/olmv1), not a dependency of
@@ -64,7 +66,7 @@ var _ = Describe("OLM v1: a ClusterExtension from a ClusterCatalog", Ordered, La
 				Expect(list.Items).To(BeEmpty(), "%s exist on the node: OLM v1 cannot take over their CRD", crd.Spec.Names.Plural)
 			}
 			Expect(k8s.Delete(ctx, cur)).To(Succeed())
-			expectGone(cur.DeepCopyObject().(client.Object), "", key.Name, 2*time.Minute)
+			fw.ExpectGone(cur.DeepCopyObject().(client.Object), 2*time.Minute)
 			DeferCleanup(func() {
 				// Uninstalling the ClusterExtension deletes what it installed: let that finish first.
 				Eventually(func() bool {
@@ -72,11 +74,11 @@ var _ = Describe("OLM v1: a ClusterExtension from a ClusterCatalog", Ordered, La
 					err := k8s.Get(context.Background(), key, again)
 					return apierrors.IsNotFound(err) || (err == nil && again.GetDeletionTimestamp() == nil)
 				}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(BeTrue())
-				out, err := run(kubectl, nil, "apply", "--server-side", "--force-conflicts", "-f", f)
+				out, err := framework.RunLogged(kubectl, nil, "apply", "--server-side", "--force-conflicts", "-f", f)
 				Expect(err).NotTo(HaveOccurred(), out)
 			})
 		}
-		ns = newNamespace("olmv1", true)
+		ns = fw.NewNamespace("olmv1")
 		// OLM v1 installs with a service account the cluster admin provides; this one may do anything (the bundle
 		// has cluster-scoped objects: the CRD and ClusterRoles).
 		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd-operator-installer"}}
@@ -134,12 +136,12 @@ var _ = Describe("OLM v1: a ClusterExtension from a ClusterCatalog", Ordered, La
 			bundle, _, _ := unstructured.NestedString(cur.Object, "status", "install", "bundle", "name")
 			g.Expect(bundle).To(Equal(csvName(currentVersion)))
 		}).WithTimeout(5 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
-		report("ClusterExtension Installed", time.Since(start))
+		framework.ReportDuration("ClusterExtension Installed", time.Since(start))
 	})
 
 	It("runs the operator, watching every namespace", func() {
 		pod := operatorPod(ns, image("OPERATOR", currentVersion), 3*time.Minute)
-		c := newCluster(newNamespace("olmv1-any", true), "olmv1", 1)
+		c := newCluster(fw.NewNamespace("olmv1-any"), "olmv1", 1)
 		waitAvailable(c, 4*time.Minute)
 		expectNoOperatorErrors(pod)
 	})

@@ -13,7 +13,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/seedops/etcd-operator/tests/framework"
 )
 
 // operator-sdk reads the index image over TLS only, with the machine's CAs: every image it touches is referenced
@@ -21,7 +24,7 @@ import (
 func viaTLS(ref string) string { return strings.Replace(ref, "localhost:5000/", registryTLS+"/", 1) }
 
 func operatorSDKRun(args ...string) {
-	out, err := run(operatorSDK, []string{"SSL_CERT_FILE=" + registryTLSBundle}, args...)
+	out, err := framework.RunLogged(operatorSDK, []string{"SSL_CERT_FILE=" + registryTLSBundle}, args...)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred(), out)
 }
 
@@ -32,7 +35,7 @@ var _ = Describe("operator-sdk run bundle, bundle-upgrade and cleanup", Ordered,
 		Expect(operatorSDK).NotTo(BeEmpty(), "set OPERATOR_SDK")
 		Expect(registryTLSBundle).NotTo(BeEmpty(), "set OLM_REGISTRY_TLS_BUNDLE")
 		// operator-sdk's registry pod leaves its init container's security context empty: no restricted namespace.
-		ns = newNamespace("sdk", false)
+		ns = fw.NewUnrestrictedNamespace("sdk")
 		DeferCleanup(uninstall, ns)
 	})
 
@@ -43,7 +46,7 @@ var _ = Describe("operator-sdk run bundle, bundle-upgrade and cleanup", Ordered,
 			"--decompression-image", image("BUSYBOX", ""), "--security-context-config", "restricted", "--timeout", "5m")
 		waitCSV(ns, csvName(previousVersion), time.Minute)
 		operatorPod(ns, image("OPERATOR", previousVersion), 3*time.Minute)
-		report("run bundle", time.Since(start))
+		framework.ReportDuration("run bundle", time.Since(start))
 	})
 
 	It("upgrades to the current bundle with run bundle-upgrade", func() {
@@ -52,9 +55,9 @@ var _ = Describe("operator-sdk run bundle, bundle-upgrade and cleanup", Ordered,
 			"--security-context-config", "restricted", "--timeout", "5m")
 		csv := waitCSV(ns, csvName(currentVersion), time.Minute)
 		Expect(csv.Spec.Replaces).To(Equal(csvName(previousVersion)))
-		expectGone(&operatorsv1alpha1.ClusterServiceVersion{}, ns, csvName(previousVersion), 3*time.Minute)
+		fw.ExpectGone(&operatorsv1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: csvName(previousVersion)}}, 3*time.Minute)
 		operatorPod(ns, image("OPERATOR", currentVersion), 3*time.Minute)
-		report("run bundle-upgrade", time.Since(start))
+		framework.ReportDuration("run bundle-upgrade", time.Since(start))
 	})
 
 	It("removes it all with cleanup (but the CRD, shared with other installs on the node)", func() {

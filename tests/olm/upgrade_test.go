@@ -12,9 +12,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/tests/framework"
 )
 
 // podState is what would change if an etcd pod were recreated or restarted.
@@ -26,8 +28,7 @@ type podState struct {
 
 func memberPods(c *etcdv1alpha1.EtcdCluster) map[string]podState {
 	pods := &corev1.PodList{}
-	ExpectWithOffset(1, k8s.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels{
-		"app.kubernetes.io/instance": c.Name, "app.kubernetes.io/component": "member"})).To(Succeed())
+	ExpectWithOffset(1, k8s.List(ctx, pods, client.InNamespace(c.Namespace), framework.MemberLabels(c.Name))).To(Succeed())
 	out := map[string]podState{}
 	for _, p := range pods.Items {
 		s := podState{uid: string(p.UID), revision: p.Labels["controller-revision-hash"]}
@@ -66,13 +67,13 @@ var _ = Describe("Upgrade through OLM with manual approval", Ordered, Label("upg
 		ns     string
 		sub    *operatorsv1alpha1.Subscription
 		c      *etcdv1alpha1.EtcdCluster
-		w      *writer
+		w      *framework.Writer
 		before map[string]podState
 	)
 	previousCSV, currentCSV := csvName(previousVersion), csvName(currentVersion)
 
 	BeforeAll(func() {
-		ns = newNamespace("upgrade", true)
+		ns = fw.NewNamespace("upgrade")
 		sub = install(ns, []string{ns}, previousCSV, operatorsv1alpha1.ApprovalManual)
 	})
 
@@ -85,8 +86,8 @@ var _ = Describe("Upgrade through OLM with manual approval", Ordered, Label("upg
 	It("runs a 3-member EtcdCluster that takes writes", func() {
 		c = newCluster(ns, "upgrade", 3)
 		waitAvailable(c, 5*time.Minute)
-		w = startWriter(c, "upgrade")
-		w.waitProgress(50, time.Minute)
+		w = fw.StartWriter(c, "upgrade")
+		w.WaitProgress(50, time.Minute)
 		before = memberPods(c)
 		Expect(before).To(HaveLen(3))
 		// The backup CronJob runs the operator's own image (OPERATOR_IMAGE): which operator reconciled last.
@@ -114,7 +115,7 @@ var _ = Describe("Upgrade through OLM with manual approval", Ordered, Label("upg
 		start := time.Now()
 		csv := waitCSV(ns, currentCSV, 5*time.Minute)
 		Expect(csv.Spec.Replaces).To(Equal(previousCSV))
-		expectGone(&operatorsv1alpha1.ClusterServiceVersion{}, ns, previousCSV, 3*time.Minute)
+		fw.ExpectGone(&operatorsv1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: previousCSV}}, 3*time.Minute)
 		operatorPod(ns, image("OPERATOR", currentVersion), 3*time.Minute)
 		Eventually(func(g Gomega) {
 			cur := &operatorsv1alpha1.Subscription{}
@@ -122,7 +123,7 @@ var _ = Describe("Upgrade through OLM with manual approval", Ordered, Label("upg
 			g.Expect(cur.Status.InstalledCSV).To(Equal(currentCSV))
 			g.Expect(cur.Status.State).To(BeEquivalentTo(operatorsv1alpha1.SubscriptionStateAtLatest))
 		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
-		report("upgrade (approval to new operator running)", time.Since(start))
+		framework.ReportDuration("upgrade (approval to new operator running)", time.Since(start))
 	})
 
 	It("lets the new operator take over the cluster, which stays Available and writable", func() {
@@ -132,11 +133,11 @@ var _ = Describe("Upgrade through OLM with manual approval", Ordered, Label("upg
 			g.Expect(cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Image).To(Equal(image("OPERATOR", currentVersion)))
 		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 		waitAvailable(c, 2*time.Minute)
-		w.waitProgress(50, time.Minute)
+		w.WaitProgress(50, time.Minute)
 	})
 
 	It("keeps every acknowledged key", func() {
-		w.stopAndVerify(c)
+		w.StopAndVerify(c)
 	})
 
 	It("did not restart or recreate etcd pods (0.1.0 and 0.2.0 build the same member pods)", func() {

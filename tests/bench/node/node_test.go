@@ -24,59 +24,42 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	"github.com/seedops/etcd-operator/internal/pki"
 	"github.com/seedops/etcd-operator/internal/resources"
+	"github.com/seedops/etcd-operator/tests/framework"
 )
 
 var (
 	k8s          client.WithWatch
-	runs         = envInt("BENCH_RUNS", 3)
-	outDir       = envOr("BENCH_OUT", "bench-out")
-	etcdRepo     = envOr("BENCH_ETCD_REPOSITORY", "localhost:5000/etcd")
-	etcdVersion  = envOr("BENCH_ETCD_VERSION", "3.5.35")
-	upgradeFrom  = envOr("BENCH_ETCD_UPGRADE_FROM", "3.5.34")
-	operatorNS   = envOr("BENCH_OPERATOR_NAMESPACE", "etcd-operator-system")
-	operatorName = envOr("BENCH_OPERATOR_DEPLOYMENT", "etcd-operator-controller-manager")
+	runs         = framework.EnvInt("BENCH_RUNS", 3)
+	outDir       = framework.Env("BENCH_OUT", "bench-out")
+	etcdRepo     = framework.Env("BENCH_ETCD_REPOSITORY", "localhost:5000/etcd")
+	etcdVersion  = framework.Env("BENCH_ETCD_VERSION", "3.5.35")
+	upgradeFrom  = framework.Env("BENCH_ETCD_UPGRADE_FROM", "3.5.34")
+	operatorNS   = framework.Env("BENCH_OPERATOR_NAMESPACE", "etcd-operator-system")
+	operatorName = framework.Env("BENCH_OPERATOR_DEPLOYMENT", "etcd-operator-controller-manager")
+	// fw builds the clusters the benchmarks create (the suites' sample cluster).
+	fw = &framework.Framework{Ctx: context.Background(), EtcdRepository: etcdRepo}
 )
 
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
-func envInt(k string, def int) int {
-	if n, err := strconv.Atoi(os.Getenv(k)); err == nil && n > 0 {
-		return n
-	}
-	return def
-}
-
 func TestMain(m *testing.M) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	cfg, err := framework.RESTConfig(os.Getenv("KUBECONFIG"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "KUBECONFIG:", err)
 		os.Exit(1)
 	}
-	cfg.QPS, cfg.Burst = 50, 100
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = etcdv1alpha1.AddToScheme(scheme)
-	if k8s, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme}); err != nil {
+	if k8s, err = framework.NewClient(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	fw.Client = k8s
 	if err := onlyOurOperator(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-node:", err)
 		os.Exit(2)
@@ -224,19 +207,13 @@ func waitFor(ctx context.Context, list client.ObjectList, opts []client.ListOpti
 	}
 }
 
+// cluster is the suites' sample cluster without backups (they would add Jobs to what is measured), whose
+// volume claims go with it and with removed members, so no trial leaves volumes to the next.
 func cluster(ns, name, version string, replicas int32) *etcdv1alpha1.EtcdCluster {
-	return &etcdv1alpha1.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: etcdv1alpha1.EtcdClusterSpec{
-			Version:     version,
-			Replicas:    replicas,
-			StorageSize: resource.MustParse("1Gi"),
-			Repository:  etcdRepo,
-			PVCRetentionPolicy: etcdv1alpha1.PVCRetentionPolicy{
-				WhenDeleted: "Delete", WhenScaled: "Delete",
-			},
-		},
-	}
+	c := fw.NewCluster(ns, name, version, replicas)
+	c.Spec.BackupSchedule = ""
+	c.Spec.PVCRetentionPolicy = etcdv1alpha1.PVCRetentionPolicy{WhenDeleted: "Delete", WhenScaled: "Delete"}
+	return c
 }
 
 // available reports whether the cluster's status describes its current generation as Available and
@@ -281,7 +258,7 @@ func waitAvailable(t *testing.T, c *etcdv1alpha1.EtcdCluster, image string, time
 			return false, err
 		}
 		for _, p := range pods {
-			if !podReady(&p) || p.DeletionTimestamp != nil || (image != "" && p.Spec.Containers[0].Image != image) {
+			if !framework.PodReady(&p) || p.DeletionTimestamp != nil || (image != "" && p.Spec.Containers[0].Image != image) {
 				return false, nil
 			}
 		}
@@ -294,18 +271,8 @@ func waitAvailable(t *testing.T, c *etcdv1alpha1.EtcdCluster, image string, time
 
 func memberPods(ns, instance string) ([]corev1.Pod, error) {
 	pods := &corev1.PodList{}
-	err := k8s.List(context.Background(), pods, client.InNamespace(ns),
-		client.MatchingLabels{resources.LabelInstance: instance, resources.LabelComponent: resources.ComponentEtcd})
+	err := k8s.List(context.Background(), pods, client.InNamespace(ns), framework.MemberLabels(instance))
 	return pods.Items, err
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // applyBare applies, by hand, what the operator would run for a new n-member cluster: ConfigMap with the
@@ -384,7 +351,7 @@ func waitPodsReady(t *testing.T, ns, instance string, n int, exclude map[types.U
 			return false, err
 		}
 		for _, p := range pods {
-			if !podReady(&p) || p.DeletionTimestamp != nil || exclude[p.UID] {
+			if !framework.PodReady(&p) || p.DeletionTimestamp != nil || exclude[p.UID] {
 				return false, nil
 			}
 		}
