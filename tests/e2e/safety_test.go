@@ -472,9 +472,11 @@ type safetySampler struct {
 	lastMembers []*memberHealth
 }
 
-// quorumGrace is how long a status may keep claiming Available after quorum is lost: the operator notices
-// on its next reconcile.
-const quorumGrace = 10 * time.Second
+// quorumGrace is how long a status may keep claiming Available after quorum is lost. The operator
+// observes etcd when a member pod changes (a member cut off fails its readiness probe after 3 × 5 s) and
+// at least every --health-interval (30 s), and an observation of unreachable members takes etcd's call
+// timeout (5 s): a status older than that is a claim the operator could have corrected, and is a lie.
+const quorumGrace = 30*time.Second + 5*time.Second + 5*time.Second
 
 func startSafetySampler(c *etcdv1alpha1.EtcdCluster) *safetySampler {
 	sctx, cancel := context.WithCancel(ctx)

@@ -1,0 +1,320 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/failpoint"
+	"github.com/seedops/etcd-operator/tests/framework"
+)
+
+// Safety under outages, restores and paused changes: every member down for longer than --heal-after and
+// back one by one; a cluster deleted and recreated from a backup while the old claims are still there; a
+// learner left unpromoted while clients go through the client Service.
+var _ = Describe("Safety under outages, restores over old volumes and unpromoted learners", Label("safety"), func() {
+	It("replaces no member after every member was down for longer than --heal-after, as they come back one by one", func() {
+		const healAfter = 30 * time.Second
+		original := &appsv1.Deployment{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: operatorDeployment}, original)).To(Succeed())
+		DeferCleanup(func() {
+			By("rolling the operator back to its original arguments")
+			rollOperator(func(d *appsv1.Deployment) { d.Spec.Template = original.Spec.Template }, "")
+		})
+		By("restarting the operator with --heal-after=" + healAfter.String())
+		rollOperator(func(d *appsv1.Deployment) {
+			m := &d.Spec.Template.Spec.Containers[0]
+			m.Args = slices.DeleteFunc(slices.Clone(m.Args), func(a string) bool { return strings.HasPrefix(a, "--heal-after") })
+			m.Args = append(m.Args, "--heal-after="+healAfter.String())
+		}, "")
+
+		ns := fw.NewNamespace("outage")
+		c := fw.NewCluster(ns, "outage", etcdVersion, 3)
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		fw.WaitAvailable(c, 5*time.Minute)
+		putGet(c, "/e2e/before-outage", "kept")
+		w := fw.StartWriter(c, "/e2e/outage")
+		w.WaitProgress(20, time.Minute)
+		ids := memberIDsByName(c, 3)
+		claims := claimUIDs(c, 3)
+		pods := podUIDs(c)
+		s := startSafetySampler(c)
+		DeferCleanup(s.halt)
+		// While no member answers, only the pods and claims can be compared; etcd's member list once a
+		// member is back.
+		unchangedObjects := func(g Gomega) {
+			expectSameClaims(g, c, claims)
+			expectSamePods(g, c, pods)
+		}
+		unchanged := func(g Gomega) {
+			expectSameMembers(g, c, ids, "")
+			unchangedObjects(g)
+		}
+
+		members := fw.MemberPods(c)
+		cut := map[int]bool{}
+		reconnect := func(i int) {
+			if cut[i] {
+				restoreNetwork(&members[i])
+				delete(cut, i)
+			}
+		}
+		DeferCleanup(func() {
+			for i := range members {
+				reconnect(i)
+			}
+		})
+		start := time.Now()
+		By("cutting every member off the network")
+		for i := range members {
+			cutNetwork(&members[i])
+			cut[i] = true
+		}
+		Eventually(func(g Gomega) {
+			cur := fw.GetCluster(c)
+			avail := meta.FindStatusCondition(cur.Status.Conditions, etcdv1alpha1.ConditionAvailable)
+			g.Expect(avail).NotTo(BeNil())
+			g.Expect(avail.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1alpha1.ConditionDegraded)).To(BeTrue())
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		framework.ReportDuration("quorum loss reported", time.Since(start))
+		By("keeping every member down for longer than --heal-after: nothing is removed, wiped or restarted")
+		Consistently(unchangedObjects).WithTimeout(healAfter + 10*time.Second).WithPolling(2 * time.Second).Should(Succeed())
+
+		By("bringing the members back one by one")
+		reconnect(0)
+		Consistently(unchangedObjects).WithTimeout(5 * time.Second).WithPolling(time.Second).Should(Succeed())
+		reconnect(1)
+		Eventually(func() bool {
+			return meta.IsStatusConditionTrue(fw.GetCluster(c).Status.Conditions, etcdv1alpha1.ConditionAvailable)
+		}).WithTimeout(3 * time.Minute).WithPolling(500 * time.Millisecond).Should(BeTrue())
+		framework.ReportDuration("quorum back with two of three members", time.Since(start))
+		// The last member stays down a while after quorum returns, but not for --heal-after: its heal clock
+		// starts when quorum returned, not when the outage began.
+		Consistently(unchanged).WithTimeout(10 * time.Second).WithPolling(time.Second).Should(Succeed())
+		reconnect(2)
+		fw.WaitAvailable(c, 5*time.Minute)
+		expectVotingMembers(c, memberNames(c, 3), 2*time.Minute)
+		expectAgreement(c, 3)
+		framework.ReportDuration("all members back after the outage", time.Since(start))
+		Consistently(unchanged).WithTimeout(healAfter).WithPolling(2 * time.Second).Should(Succeed())
+		expectKey(c, "/e2e/before-outage", "kept")
+
+		w.WaitProgress(20, time.Minute)
+		w.StopAndVerify(c)
+		s.verify()
+	})
+
+	It("refuses to start a cluster recreated from a backup over the old cluster's claims, then restores onto new ones", func() {
+		ns := fw.NewNamespace("phoenix")
+		c := fw.NewCluster(ns, "phoenix", etcdVersion, 3)
+		c.Spec.BackupSchedule = ""
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		fw.WaitAvailable(c, 5*time.Minute)
+		putGet(c, "/e2e/in-backup", "restored")
+
+		By("taking an on-demand backup, then writing past it")
+		b := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "before-delete"},
+			Spec: etcdv1alpha1.EtcdBackupSpec{ClusterName: c.Name}}
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
+			g.Expect(b.Status.Phase).NotTo(Equal(etcdv1alpha1.BackupFailed), b.Status.Error)
+			g.Expect(b.Status.Phase).To(Equal(etcdv1alpha1.BackupSucceeded))
+		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		Expect(b.Status.Destination).NotTo(BeNil())
+		Expect(b.Status.Destination.PVC).NotTo(BeNil(), "the cluster's default destination is its backup claim")
+		putGet(c, "/e2e/after-backup", "only-in-the-old-data")
+		source := &etcdv1alpha1.BackupSource{PVC: b.Status.Destination.PVC, Key: b.Status.Key}
+
+		By("deleting the cluster; its member claims are retained")
+		claims := claimUIDs(c, 3)
+		Expect(k8s.Delete(ctx, c)).To(Succeed())
+		fw.ExpectGone(c, 2*time.Minute)
+		Eventually(func() []corev1.Pod { return fw.MemberPods(c) }).WithTimeout(2 * time.Minute).Should(BeEmpty())
+
+		By("recreating it under the same name from the backup")
+		start := time.Now()
+		again := fw.NewCluster(ns, "phoenix", etcdVersion, 3)
+		again.Spec.BackupSchedule = ""
+		again.Spec.Bootstrap = &etcdv1alpha1.BootstrapSpec{FromBackup: source}
+		Expect(k8s.Create(ctx, again)).To(Succeed())
+		Eventually(func(g Gomega) {
+			cur := fw.GetCluster(again)
+			deg := meta.FindStatusCondition(cur.Status.Conditions, etcdv1alpha1.ConditionDegraded)
+			g.Expect(deg).NotTo(BeNil())
+			g.Expect(deg.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(deg.Reason).To(Equal("RestoreFailed"))
+			g.Expect(deg.Message).To(ContainSubstring("another cluster's member"))
+		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		framework.ReportDuration("restore over the old claims refused", time.Since(start))
+		Consistently(func(g Gomega) {
+			cur := fw.GetCluster(again)
+			g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1alpha1.ConditionAvailable)).To(BeFalse())
+			g.Expect(cur.Status.RestoredFrom).To(BeEmpty())
+			for _, p := range fw.MemberPods(again) {
+				g.Expect(framework.PodReady(&p)).To(BeFalse(), "pod %s serves the old data", p.Name)
+			}
+			expectSameClaims(g, again, claims) // refused, and nothing of the old data deleted
+		}).WithTimeout(20 * time.Second).WithPolling(time.Second).Should(Succeed())
+
+		By("deleting the cluster and the old claims, then recreating it: the restore happens on every member")
+		Expect(k8s.Delete(ctx, again)).To(Succeed())
+		fw.ExpectGone(again, 2*time.Minute)
+		Eventually(func() []corev1.Pod { return fw.MemberPods(again) }).WithTimeout(2 * time.Minute).Should(BeEmpty())
+		for name := range claims {
+			_, err := fw.Kubectl("delete", "pvc", "-n", ns, name, "--wait=true")
+			Expect(err).NotTo(HaveOccurred())
+		}
+		start = time.Now()
+		third := fw.NewCluster(ns, "phoenix", etcdVersion, 3)
+		third.Spec.BackupSchedule = ""
+		third.Spec.Bootstrap = &etcdv1alpha1.BootstrapSpec{FromBackup: source}
+		Expect(k8s.Create(ctx, third)).To(Succeed())
+		framework.ReportDuration("restored cluster Available", fw.WaitAvailable(third, 4*time.Minute))
+		Eventually(func() string { return fw.GetCluster(third).Status.RestoredFrom }).
+			WithTimeout(time.Minute).Should(Equal("pvc://" + source.PVC.ClaimName + "/" + source.Key))
+		expectKey(third, "/e2e/in-backup", "restored")
+		out, err := etcdctl(third, third.Name+"-0", "--endpoints="+localURL(third), "get", "/e2e/after-backup", "--print-value-only")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(strings.TrimSpace(out)).To(BeEmpty(), "a write after the backup came back")
+
+		By("rolling the members onto a template without the restore, one at a time")
+		w := fw.StartWriter(third, "/e2e/phoenix")
+		Eventually(func(g Gomega) {
+			pods := fw.MemberPods(third)
+			g.Expect(pods).To(HaveLen(3))
+			for _, p := range pods {
+				for _, ic := range p.Spec.InitContainers {
+					g.Expect(ic.Name).NotTo(Equal("restore"), "pod %s still restores", p.Name)
+				}
+			}
+		}).WithTimeout(5 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		fw.WaitAvailable(third, 5*time.Minute)
+		expectVotingMembers(third, memberNames(third, 3), 2*time.Minute)
+		framework.ReportDuration("restored members rolled off the restore", time.Since(start))
+		expectKey(third, "/e2e/in-backup", "restored")
+		w.WaitProgress(20, time.Minute)
+		w.StopAndVerify(third)
+	})
+
+	It("keeps a started learner out of the client Service and the disruption budget while it is not promoted", func() {
+		Expect(failpointImage).NotTo(BeEmpty(), "E2E_FAILPOINT_IMAGE: the failpoint build of the operator image (make test-e2e builds it)")
+		original := &appsv1.Deployment{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: operatorDeployment}, original)).To(Succeed())
+		DeferCleanup(func() {
+			By("rolling the operator back to the release build")
+			rollOperator(func(d *appsv1.Deployment) { d.Spec.Template = original.Spec.Template }, "")
+		})
+
+		ns := fw.NewNamespace("learner")
+		c := fw.NewCluster(ns, "learner", etcdVersion, 3)
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		fw.WaitAvailable(c, 5*time.Minute)
+		putGet(c, "/e2e/through-the-service", "voters-only")
+		w := fw.StartWriter(c, "/e2e/learner")
+		w.WaitProgress(20, time.Minute)
+		s := startSafetySampler(c)
+		DeferCleanup(s.halt)
+
+		// The operator adds the learner, then grows the StatefulSet for its pod; it crashes right after that,
+		// and its successor waits for the crashed one's leader lease to expire: time enough to pause the
+		// cluster before anything promotes the learner.
+		armOperator("learner", map[string]int{failpoint.AfterStatefulSetApply: 1})
+		s.expectChange(fw.GetCluster(c).Generation+1, "replicas 5", func(t safetyTruth) bool {
+			return t.voters() == 5 && t.healthyVoters() == 5 && t.readyPods() == 5
+		})
+		fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Replicas = 5 })
+		learner := c.Name + "-3"
+		Eventually(func() (int32, error) {
+			sts := &appsv1.StatefulSet{}
+			err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Name}, sts)
+			if err != nil || sts.Spec.Replicas == nil {
+				return 0, err
+			}
+			return *sts.Spec.Replicas, nil
+		}).WithTimeout(3 * time.Minute).WithPolling(100 * time.Millisecond).Should(BeEquivalentTo(4))
+		fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Paused = true })
+		By("waiting for the learner to start and catch up while the cluster is paused")
+		Eventually(func(g Gomega) {
+			members, err := memberList(c, c.Name+"-0")
+			g.Expect(err).NotTo(HaveOccurred())
+			i := slices.IndexFunc(members, func(m etcdMember) bool { return m.Name == learner })
+			g.Expect(i).To(BeNumerically(">=", 0), "the learner has started")
+			g.Expect(members[i].IsLearner).To(BeTrue(), "promoted although the cluster is paused")
+			g.Expect(members[i].ClientURLs).NotTo(BeEmpty())
+		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		pod := &corev1.Pod{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: learner}, pod)).To(Succeed())
+		Expect(pod.Status.PodIP).NotTo(BeEmpty())
+
+		By("checking that clients through the client Service reach voters only, and the budget counts voters only")
+		connections, failures := 0, []string{}
+		Consistently(func(g Gomega) {
+			members, err := memberList(c, c.Name+"-0")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(slices.ContainsFunc(members, func(m etcdMember) bool { return m.Name == learner && m.IsLearner })).To(BeTrue())
+			cur := &corev1.Pod{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: learner}, cur)).To(Succeed())
+			g.Expect(framework.PodReady(cur)).To(BeFalse(), "the learner's pod is Ready")
+			g.Expect(readyEndpointIPs(g, c)).NotTo(ContainElement(pod.Status.PodIP), "the client Service routes to the learner")
+			pdb := &policyv1.PodDisruptionBudget{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Name}, pdb)).To(Succeed())
+			g.Expect(pdb.Status.CurrentHealthy).To(BeEquivalentTo(3), "the budget counts the learner")
+			// A fresh connection each time: the Service balances connections, not requests.
+			for range 4 {
+				cli := fw.ClusterClient(c)
+				_, err := cli.Get(ctx, "/e2e/through-the-service")
+				_ = cli.Close()
+				connections++
+				if err != nil {
+					failures = append(failures, err.Error())
+				}
+			}
+		}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
+		GinkgoWriter.Printf("%d connections through the client Service while a learner ran\n", connections)
+		Expect(connections).To(BeNumerically(">=", 40))
+		Expect(failures).To(BeEmpty(), "requests through the client Service failed")
+
+		By("resuming: the learner is promoted and the scale-up to five voters goes on")
+		start := time.Now()
+		fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Paused = false })
+		fw.WaitAvailable(c, 5*time.Minute)
+		expectVotingMembers(c, memberNames(c, 5), 3*time.Minute)
+		expectAgreement(c, 5)
+		framework.ReportDuration("learner promoted after the pause", time.Since(start))
+		w.WaitProgress(20, time.Minute)
+		w.StopAndVerify(c)
+		s.verify()
+	})
+})
+
+// readyEndpointIPs are the addresses the client Service sends clients to.
+func readyEndpointIPs(g Gomega, c *etcdv1alpha1.EtcdCluster) []string {
+	list := &discoveryv1.EndpointSliceList{}
+	g.Expect(k8s.List(ctx, list, client.InNamespace(c.Namespace),
+		client.MatchingLabels{discoveryv1.LabelServiceName: c.Name + "-client"})).To(Succeed())
+	var ips []string
+	for _, s := range list.Items {
+		for _, e := range s.Endpoints {
+			if e.Conditions.Ready == nil || *e.Conditions.Ready {
+				ips = append(ips, e.Addresses...)
+			}
+		}
+	}
+	g.Expect(ips).NotTo(BeEmpty(), "the client Service has no ready endpoint")
+	return ips
+}
