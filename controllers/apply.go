@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 )
@@ -185,19 +186,20 @@ func resourceVersionOf(desired any) string {
 // and closes every series with one more PATCH 6 minutes later, a write long after the cluster settled.
 type appliedObjects struct{ names []string }
 
-type appliedObjectsKey struct{}
-
-// withAppliedObjects returns a context whose applies are collected in the returned list.
-func withAppliedObjects(ctx context.Context) (context.Context, *appliedObjects) {
-	l := &appliedObjects{}
-	return context.WithValue(ctx, appliedObjectsKey{}, l), l
+// add logs an apply that changed something and names its object in the reconcile's Applied event.
+func (l *appliedObjects) add(ctx context.Context, changed bool, kind, name string) {
+	if !changed {
+		return
+	}
+	logf.FromContext(ctx).Info("applied", "kind", kind, "object", name)
+	l.names = append(l.names, kind+" "+name)
 }
 
 // maxEventNote is the API's limit on an event's note.
 const maxEventNote = 1024
 
 // record emits the reconcile's one Applied event, if any apply changed something.
-func (l *appliedObjects) record(r *EtcdClusterReconciler, c *etcdv1alpha1.EtcdCluster) {
+func (l *appliedObjects) record(rec recorder.EventRecorder, c *etcdv1alpha1.EtcdCluster) {
 	if len(l.names) == 0 {
 		return
 	}
@@ -205,5 +207,5 @@ func (l *appliedObjects) record(r *EtcdClusterReconciler, c *etcdv1alpha1.EtcdCl
 	if len(note) > maxEventNote {
 		note = note[:maxEventNote-3] + "..."
 	}
-	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonApplied, "Apply", "%s", note)
+	rec.Eventf(c, nil, corev1.EventTypeNormal, ReasonApplied, "Apply", "%s", note)
 }

@@ -16,7 +16,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
-	"github.com/seedops/etcd-operator/internal/membership"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
@@ -36,7 +35,8 @@ func rootPasswordSecretName(c *etcdv1alpha1.EtcdCluster) string {
 // reconcileAuth turns etcd authentication on or off as the spec says. It acts only on a reachable cluster
 // with no membership step in flight (one change to etcd at a time), and never logs the password. With
 // TLS, the operator's client certificate (common name root) keeps working once authentication is on.
-func (r *EtcdClusterReconciler) reconcileAuth(ctx context.Context, c *etcdv1alpha1.EtcdCluster, d membership.Decision, obs observation) error {
+func (r *EtcdClusterReconciler) reconcileAuth(ctx context.Context, s *reconcileScope) error {
+	c, d, obs := s.cluster, s.decision, s.obs
 	want := c.Spec.Auth.Enabled
 	if want {
 		password, err := r.rootPassword(ctx, c)

@@ -190,13 +190,14 @@ func (r *EtcdClusterReconciler) recordBackupEvents(before, after *etcdv1alpha1.E
 }
 
 // reconcileBackupPVC creates the default backup claim when scheduled backups go there.
-func (r *EtcdClusterReconciler) reconcileBackupPVC(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
+func (r *EtcdClusterReconciler) reconcileBackupPVC(ctx context.Context, s *reconcileScope) error {
+	c := s.cluster
 	d := resources.BackupDestination(c, nil)
 	if c.Spec.BackupSchedule == "" || !resources.UsesDefaultBackupPVC(c, d) {
 		return nil
 	}
 	changed, err := applyBackupPVC(ctx, r.Client, c, d)
-	r.applied(ctx, c, changed, "PersistentVolumeClaim", resources.BackupPVCName(c))
+	s.applied.add(ctx, changed, "PersistentVolumeClaim", resources.BackupPVCName(c))
 	return err
 }
 

@@ -11,8 +11,6 @@ import (
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
-	"github.com/seedops/etcd-operator/internal/membership"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
@@ -20,10 +18,11 @@ import (
 
 // reconcileNetworkPolicy applies the cluster's NetworkPolicy while spec.networkPolicy.enabled, and deletes
 // the one it created once it is turned off.
-func (r *EtcdClusterReconciler) reconcileNetworkPolicy(ctx context.Context, c *etcdv1alpha1.EtcdCluster, _ membership.Decision, obs observation) error {
+func (r *EtcdClusterReconciler) reconcileNetworkPolicy(ctx context.Context, s *reconcileScope) error {
+	c := s.cluster
 	if c.Spec.NetworkPolicy.Enabled {
-		changed, err := applyIfChanged(ctx, r.objects(), &networkingv1.NetworkPolicy{}, resources.NetworkPolicy(c, obs.options), networkingv1ac.ExtractNetworkPolicy)
-		r.applied(ctx, c, changed, "NetworkPolicy", resources.NetworkPolicyName(c))
+		changed, err := applyIfChanged(ctx, r.objects(), &networkingv1.NetworkPolicy{}, resources.NetworkPolicy(c, s.obs.options), networkingv1ac.ExtractNetworkPolicy)
+		s.applied.add(ctx, changed, "NetworkPolicy", resources.NetworkPolicyName(c))
 		return err
 	}
 	np := &networkingv1.NetworkPolicy{}

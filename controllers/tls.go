@@ -146,7 +146,8 @@ func (r *EtcdClusterReconciler) observeTLS(ctx context.Context, c *etcdv1alpha1.
 // certificate that is missing, due for renewal or no longer right for the cluster. Members read their
 // certificate files on every new connection, so a renewed certificate reaches them through the kubelet's
 // Secret volume update without a restart; existing connections are not interrupted.
-func (r *EtcdClusterReconciler) reconcileTLS(ctx context.Context, c *etcdv1alpha1.EtcdCluster, t tlsObservation) error {
+func (r *EtcdClusterReconciler) reconcileTLS(ctx context.Context, s *reconcileScope) error {
+	c, t := s.cluster, s.obs.tls
 	if t.refusal != "" {
 		return tlsRefusal{t.refusal}
 	}
