@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -87,6 +88,42 @@ func applyIfChanged[O client.Object, A any](ctx context.Context, ap objectApplie
 		unchanged.set(ck, rv, hash)
 	}
 	return true, nil
+}
+
+// deleteOwned deletes the object of obj's type named name when the cluster controls it, for a spec that no
+// longer asks for it; what names the object in errors and the Deleted event, why says why it went.
+func (r *EtcdClusterReconciler) deleteOwned(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obj client.Object, name, what, why string) error {
+	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !metav1.IsControlledBy(obj, c) {
+		return nil // not ours
+	}
+	uid := obj.GetUID()
+	if err := r.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete %s: %w", what, err)
+	}
+	r.Recorder.Eventf(c, obj, corev1.EventTypeNormal, ReasonDeleted, "Delete", "%s %s deleted: %s", what, obj.GetName(), why)
+	return nil
+}
+
+// patchStatusIfChanged writes obj's status with patch when it changed; an object deleted meanwhile has no
+// status left to write, which is no error.
+func patchStatusIfChanged(ctx context.Context, c client.Client, changed bool, obj client.Object, patch client.Patch) error {
+	if !changed {
+		return nil
+	}
+	if err := c.Status().Patch(ctx, obj, patch); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("patch status: %w", err)
+	}
+	return nil
 }
 
 // objectApplier is what applyIfChanged works with: the reconciler's client, a live reader (the cache holds

@@ -356,22 +356,7 @@ func (r *EtcdClusterReconciler) reconcilePodDisruptionBudget(ctx context.Context
 func (r *EtcdClusterReconciler) reconcileBackupCronJob(ctx context.Context, s *reconcileScope) error {
 	c := s.cluster
 	if c.Spec.BackupSchedule == "" {
-		cj := &batchv1.CronJob{}
-		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.BackupCronJobName(c)}, cj)
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if !metav1.IsControlledBy(cj, c) {
-			return nil
-		}
-		if err := r.Delete(ctx, cj, client.Preconditions{UID: &cj.UID}); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("delete backup CronJob: %w", err)
-		}
-		r.Recorder.Eventf(c, cj, corev1.EventTypeNormal, ReasonDeleted, "Delete", "backup CronJob %s deleted: backupSchedule cleared", cj.Name)
-		return nil
+		return r.deleteOwned(ctx, c, &batchv1.CronJob{}, resources.BackupCronJobName(c), "backup CronJob", "backupSchedule cleared")
 	}
 	desired := resources.BackupCronJob(c, s.obs.options)
 	changed, err := applyIfChanged(ctx, r.objects(), &batchv1.CronJob{}, desired, batchv1ac.ExtractCronJob)
@@ -399,16 +384,7 @@ func (r *EtcdClusterReconciler) reportObserveFailure(ctx context.Context, before
 
 // patchStatus writes status (with observedGeneration) once per reconcile, and only when it changed.
 func (r *EtcdClusterReconciler) patchStatus(ctx context.Context, before, after *etcdv1alpha1.EtcdCluster) error {
-	if equality.Semantic.DeepEqual(before.Status, after.Status) {
-		return nil
-	}
-	if err := r.Status().Patch(ctx, after, client.MergeFrom(before)); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil // deleted meanwhile: there is no status left to write
-		}
-		return fmt.Errorf("patch status: %w", err)
-	}
-	return nil
+	return patchStatusIfChanged(ctx, r.Client, !equality.Semantic.DeepEqual(before.Status, after.Status), after, client.MergeFrom(before))
 }
 
 // SetupWithManager registers the controller: it watches clusters, the objects they own, and member pods
@@ -438,13 +414,7 @@ func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) *builder.Typ
 }
 
 // backupJobToCluster maps a backup Job to its cluster through the instance label.
-func backupJobToCluster(_ context.Context, o client.Object) []reconcile.Request {
-	name, ok := o.GetLabels()[resources.LabelInstance]
-	if !ok || o.GetLabels()[resources.LabelComponent] != resources.ComponentBackup {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-}
+var backupJobToCluster = componentToCluster(resources.ComponentBackup)
 
 // backupToRestoringClusters maps an EtcdBackup to the clusters of its namespace that bootstrap from it.
 func (r *EtcdClusterReconciler) backupToRestoringClusters(ctx context.Context, o client.Object) []reconcile.Request {
@@ -462,10 +432,16 @@ func (r *EtcdClusterReconciler) backupToRestoringClusters(ctx context.Context, o
 }
 
 // podToCluster maps a member pod to its cluster through the instance label.
-func podToCluster(_ context.Context, o client.Object) []reconcile.Request {
-	name, ok := o.GetLabels()[resources.LabelInstance]
-	if !ok || o.GetLabels()[resources.LabelComponent] != resources.ComponentEtcd {
-		return nil
+var podToCluster = componentToCluster(resources.ComponentEtcd)
+
+// componentToCluster maps an object of one of a cluster's components to the cluster named by its instance
+// label.
+func componentToCluster(component string) handler.MapFunc {
+	return func(_ context.Context, o client.Object) []reconcile.Request {
+		name, ok := o.GetLabels()[resources.LabelInstance]
+		if !ok || o.GetLabels()[resources.LabelComponent] != component {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 }

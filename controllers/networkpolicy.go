@@ -2,14 +2,9 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/seedops/etcd-operator/internal/resources"
 )
@@ -25,20 +20,5 @@ func (r *EtcdClusterReconciler) reconcileNetworkPolicy(ctx context.Context, s *r
 		s.applied.add(ctx, changed, "NetworkPolicy", resources.NetworkPolicyName(c))
 		return err
 	}
-	np := &networkingv1.NetworkPolicy{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.NetworkPolicyName(c)}, np)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if !metav1.IsControlledBy(np, c) {
-		return nil // not ours
-	}
-	if err := r.Delete(ctx, np, client.Preconditions{UID: &np.UID}); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("delete NetworkPolicy: %w", err)
-	}
-	r.Recorder.Eventf(c, np, corev1.EventTypeNormal, ReasonDeleted, "Delete", "NetworkPolicy %s deleted: spec.networkPolicy.enabled is false", np.Name)
-	return nil
+	return r.deleteOwned(ctx, c, &networkingv1.NetworkPolicy{}, resources.NetworkPolicyName(c), "NetworkPolicy", "spec.networkPolicy.enabled is false")
 }
