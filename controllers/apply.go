@@ -13,9 +13,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 )
@@ -86,6 +88,42 @@ func applyIfChanged[O client.Object, A any](ctx context.Context, ap objectApplie
 		unchanged.set(ck, rv, hash)
 	}
 	return true, nil
+}
+
+// deleteOwned deletes the object of obj's type named name when the cluster controls it, for a spec that no
+// longer asks for it; what names the object in errors and the Deleted event, why says why it went.
+func (r *EtcdClusterReconciler) deleteOwned(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obj client.Object, name, what, why string) error {
+	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !metav1.IsControlledBy(obj, c) {
+		return nil // not ours
+	}
+	uid := obj.GetUID()
+	if err := r.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete %s: %w", what, err)
+	}
+	r.Recorder.Eventf(c, obj, corev1.EventTypeNormal, ReasonDeleted, "Delete", "%s %s deleted: %s", what, obj.GetName(), why)
+	return nil
+}
+
+// patchStatusIfChanged writes obj's status with patch when it changed; an object deleted meanwhile has no
+// status left to write, which is no error.
+func patchStatusIfChanged(ctx context.Context, c client.Client, changed bool, obj client.Object, patch client.Patch) error {
+	if !changed {
+		return nil
+	}
+	if err := c.Status().Patch(ctx, obj, patch); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("patch status: %w", err)
+	}
+	return nil
 }
 
 // objectApplier is what applyIfChanged works with: the reconciler's client, a live reader (the cache holds
@@ -185,19 +223,20 @@ func resourceVersionOf(desired any) string {
 // and closes every series with one more PATCH 6 minutes later, a write long after the cluster settled.
 type appliedObjects struct{ names []string }
 
-type appliedObjectsKey struct{}
-
-// withAppliedObjects returns a context whose applies are collected in the returned list.
-func withAppliedObjects(ctx context.Context) (context.Context, *appliedObjects) {
-	l := &appliedObjects{}
-	return context.WithValue(ctx, appliedObjectsKey{}, l), l
+// add logs an apply that changed something and names its object in the reconcile's Applied event.
+func (l *appliedObjects) add(ctx context.Context, changed bool, kind, name string) {
+	if !changed {
+		return
+	}
+	logf.FromContext(ctx).Info("applied", "kind", kind, "object", name)
+	l.names = append(l.names, kind+" "+name)
 }
 
 // maxEventNote is the API's limit on an event's note.
 const maxEventNote = 1024
 
 // record emits the reconcile's one Applied event, if any apply changed something.
-func (l *appliedObjects) record(r *EtcdClusterReconciler, c *etcdv1alpha1.EtcdCluster) {
+func (l *appliedObjects) record(rec recorder.EventRecorder, c *etcdv1alpha1.EtcdCluster) {
 	if len(l.names) == 0 {
 		return
 	}
@@ -205,5 +244,5 @@ func (l *appliedObjects) record(r *EtcdClusterReconciler, c *etcdv1alpha1.EtcdCl
 	if len(note) > maxEventNote {
 		note = note[:maxEventNote-3] + "..."
 	}
-	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonApplied, "Apply", "%s", note)
+	rec.Eventf(c, nil, corev1.EventTypeNormal, ReasonApplied, "Apply", "%s", note)
 }

@@ -16,7 +16,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
-	"github.com/seedops/etcd-operator/internal/membership"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
@@ -36,18 +35,27 @@ func rootPasswordSecretName(c *etcdv1alpha1.EtcdCluster) string {
 // reconcileAuth turns etcd authentication on or off as the spec says. It acts only on a reachable cluster
 // with no membership step in flight (one change to etcd at a time), and never logs the password. With
 // TLS, the operator's client certificate (common name root) keeps working once authentication is on.
-func (r *EtcdClusterReconciler) reconcileAuth(ctx context.Context, c *etcdv1alpha1.EtcdCluster, d membership.Decision, obs observation) error {
+func (r *EtcdClusterReconciler) reconcileAuth(ctx context.Context, s *reconcileScope) error {
+	c, d, obs := s.cluster, s.decision, s.obs
 	want := c.Spec.Auth.Enabled
+	var password string
 	if want {
-		password, err := r.rootPassword(ctx, c)
-		if err != nil || obs.authEnabled == nil || *obs.authEnabled || !obs.reachable || d.InProgress() {
+		// Every reconcile that wants authentication reads the password (creating its Secret if need be),
+		// not only the one that turns it on.
+		var err error
+		if password, err = r.rootPassword(ctx, c); err != nil {
 			return err
 		}
-		cli, err := r.dial(ctx, c, &obs, sortedClientURLs(obs))
-		if err != nil {
-			return err
-		}
-		defer func() { _ = cli.Close() }()
+	}
+	if obs.authEnabled == nil || *obs.authEnabled == want || !obs.reachable || d.InProgress() {
+		return nil
+	}
+	cli, err := r.dial(ctx, c, &obs, sortedClientURLs(obs))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cli.Close() }()
+	if want {
 		if err := cli.EnableAuth(ctx, password); err != nil {
 			return err
 		}
@@ -56,14 +64,6 @@ func (r *EtcdClusterReconciler) reconcileAuth(ctx context.Context, c *etcdv1alph
 			"etcd authentication enabled; root's password is in Secret %s", rootPasswordSecretName(c))
 		return nil
 	}
-	if obs.authEnabled == nil || !*obs.authEnabled || !obs.reachable || d.InProgress() {
-		return nil
-	}
-	cli, err := r.dial(ctx, c, &obs, sortedClientURLs(obs))
-	if err != nil {
-		return err
-	}
-	defer func() { _ = cli.Close() }()
 	if err := cli.DisableAuth(ctx); err != nil {
 		return err
 	}

@@ -190,13 +190,14 @@ func (r *EtcdClusterReconciler) recordBackupEvents(before, after *etcdv1alpha1.E
 }
 
 // reconcileBackupPVC creates the default backup claim when scheduled backups go there.
-func (r *EtcdClusterReconciler) reconcileBackupPVC(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
+func (r *EtcdClusterReconciler) reconcileBackupPVC(ctx context.Context, s *reconcileScope) error {
+	c := s.cluster
 	d := resources.BackupDestination(c, nil)
 	if c.Spec.BackupSchedule == "" || !resources.UsesDefaultBackupPVC(c, d) {
 		return nil
 	}
 	changed, err := applyBackupPVC(ctx, r.Client, c, d)
-	r.applied(ctx, c, changed, "PersistentVolumeClaim", resources.BackupPVCName(c))
+	s.applied.add(ctx, changed, "PersistentVolumeClaim", resources.BackupPVCName(c))
 	return err
 }
 
@@ -216,106 +217,4 @@ func applyBackupPVC(ctx context.Context, c client.Client, ec *etcdv1alpha1.EtcdC
 		return false, fmt.Errorf("apply backup claim %s: %w", resources.BackupPVCName(ec), err)
 	}
 	return true, nil
-}
-
-// restoreSource resolves spec.bootstrap.fromBackup. A non-empty wait says why the cluster cannot start yet
-// (the EtcdBackup is missing or has not succeeded); nothing is created until it resolves.
-func (r *EtcdClusterReconciler) restoreSource(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (*resources.RestoreSource, string, error) {
-	if c.Spec.Bootstrap == nil || c.Spec.Bootstrap.FromBackup == nil {
-		return nil, "", nil
-	}
-	from := c.Spec.Bootstrap.FromBackup
-	switch {
-	case from.PVC != nil:
-		return &resources.RestoreSource{Destination: etcdv1alpha1.BackupDestination{PVC: from.PVC}, Key: from.Key}, "", nil
-	case from.S3 != nil:
-		return &resources.RestoreSource{Destination: etcdv1alpha1.BackupDestination{S3: from.S3}, Key: from.Key}, "", nil
-	}
-	b := &etcdv1alpha1.EtcdBackup{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: from.BackupName}, b)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, fmt.Sprintf("EtcdBackup %s not found in namespace %s", from.BackupName, c.Namespace), nil
-	case err != nil:
-		return nil, "", err
-	case b.Status.Phase == etcdv1alpha1.BackupFailed:
-		return nil, fmt.Sprintf("EtcdBackup %s failed (%s): it will never hold a snapshot; bootstrap is immutable, so delete this cluster and create it from another backup",
-			from.BackupName, b.Status.Error), nil
-	case b.Status.Phase != etcdv1alpha1.BackupSucceeded || b.Status.Destination == nil:
-		phase := string(b.Status.Phase)
-		if phase == "" {
-			phase = string(etcdv1alpha1.BackupPending)
-		}
-		return nil, fmt.Sprintf("EtcdBackup %s is %s; the cluster starts once it has succeeded", from.BackupName, phase), nil
-	}
-	return &resources.RestoreSource{Destination: *b.Status.Destination, Key: b.Status.Key}, "", nil
-}
-
-// restoreInTemplate is the restore source the member pod template carries: the snapshot until the status
-// records that every member restored it, then none. Members that join later (a scale-up, a replaced
-// member) start empty and catch up from the others, so they must not depend on the backup claim or the
-// S3 credentials still being there. Dropping it changes the template once, and the members are then
-// rolled one at a time like any other template change.
-func restoreInTemplate(c *etcdv1alpha1.EtcdCluster, src *resources.RestoreSource) *resources.RestoreSource {
-	if c.Status.RestoredFrom != "" {
-		return nil
-	}
-	return src
-}
-
-// restoreLocation is the user-facing address of a restore source.
-func restoreLocation(src *resources.RestoreSource) string {
-	if src.Destination.S3 != nil {
-		return "s3://" + src.Destination.S3.Bucket + "/" + src.Key
-	}
-	return "pvc://" + src.Destination.PVC.ClaimName + "/" + src.Key
-}
-
-// restoredEveryMember reports evidence that every member pod restored the snapshot: each one's restore init
-// container finished and reported a restore (not "data already there"). Without it, status never claims a
-// restore happened.
-func restoredEveryMember(pods []corev1.Pod) bool {
-	if len(pods) == 0 {
-		return false
-	}
-	for i := range pods {
-		restored := false
-		for _, cs := range pods[i].Status.InitContainerStatuses {
-			t := cs.State.Terminated
-			if cs.Name != resources.RestoreContainerName || t == nil || t.ExitCode != 0 {
-				continue
-			}
-			var res struct {
-				Restored bool `json:"restored"`
-			}
-			restored = json.Unmarshal([]byte(strings.TrimSpace(t.Message)), &res) == nil && res.Restored
-		}
-		if !restored {
-			return false
-		}
-	}
-	return true
-}
-
-// restoreFailure returns why a member's restore init container failed, if one did.
-func restoreFailure(pods []corev1.Pod) string {
-	for i := range pods {
-		for _, cs := range pods[i].Status.InitContainerStatuses {
-			if cs.Name != resources.RestoreContainerName {
-				continue
-			}
-			for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
-				if t == nil || t.ExitCode == 0 {
-					continue
-				}
-				msg := strings.TrimSpace(t.Message)
-				var res backupResult
-				if json.Unmarshal([]byte(msg), &res) == nil && res.Error != "" {
-					msg = res.Error
-				}
-				return fmt.Sprintf("member %s could not restore: %s", pods[i].Name, msg)
-			}
-		}
-	}
-	return ""
 }

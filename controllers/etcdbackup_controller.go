@@ -169,17 +169,9 @@ func (r *EtcdBackupReconciler) reconcile(ctx context.Context, b *etcdv1alpha1.Et
 }
 
 func (r *EtcdBackupReconciler) patchStatus(ctx context.Context, before, after *etcdv1alpha1.EtcdBackup) error {
-	if equality.Semantic.DeepEqual(before.Status, after.Status) {
-		return nil
-	}
 	// Optimistic lock: a backup's phase only moves forward, so never overwrite a newer status.
-	if err := r.Status().Patch(ctx, after, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil // deleted meanwhile: there is no status left to write
-		}
-		return fmt.Errorf("patch status: %w", err)
-	}
-	return nil
+	return patchStatusIfChanged(ctx, r.Client, !equality.Semantic.DeepEqual(before.Status, after.Status), after,
+		client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 }
 
 // SetupWithManager watches EtcdBackups, their Jobs, and clusters (a backup may be created first).

@@ -104,6 +104,17 @@ func (r *EtcdClusterReconciler) now() time.Time {
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
+// reconcileScope is what one reconcile of a cluster works on: the cluster as read, what was observed of
+// it, the planned step, and the objects its applies changed. Reconcile makes one and hands it to each
+// phase; nothing of it outlives the reconcile.
+type reconcileScope struct {
+	cluster  *etcdv1alpha1.EtcdCluster
+	obs      observation
+	decision membership.Decision
+	// applied collects the changed objects for the reconcile's one Applied event (apply.go).
+	applied *appliedObjects
+}
+
 // Reconcile moves one EtcdCluster towards its spec:
 //  1. read the cluster; gone means nothing to do (owner references clean up);
 //  2. observe the member pods, their volumes and etcd itself;
@@ -127,7 +138,6 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, r.settleTLS(ctx, cluster)
 	}
 	before := cluster.DeepCopy()
-	ctx, appliedObjs := withAppliedObjects(ctx) // one Applied event per reconcile (apply.go)
 
 	// 2. Observe.
 	obs, err := r.observe(ctx, cluster)
@@ -137,12 +147,17 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, err
 	}
 	// 3. Plan.
-	decision := membership.Plan(obs.planInput(cluster, r.now(), r.healAfter()))
+	s := &reconcileScope{
+		cluster:  cluster,
+		obs:      obs,
+		decision: membership.Plan(obs.planInput(cluster, r.now(), r.healAfter())),
+		applied:  &appliedObjects{},
+	}
 
 	// 5. (deferred) Report, whatever happened in step 4.
 	defer func() {
-		cluster.Status = computeStatus(cluster, obs, decision, appliedObjs.names, retErr, r.now())
-		appliedObjs.record(r, cluster)
+		cluster.Status = computeStatus(cluster, s.obs, s.decision, s.applied.names, retErr, r.now())
+		s.applied.record(r.Recorder, cluster)
 		if retErr != nil {
 			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, ReasonReconcileFailed, "Reconcile", "%v", retErr)
 		}
@@ -156,7 +171,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			retErr, result = nil, ctrl.Result{RequeueAfter: wait.after}
 		}
 		if retErr == nil && result.IsZero() {
-			result.RequeueAfter = r.requeueAfter(cluster, obs, decision)
+			result.RequeueAfter = r.requeueAfter(cluster, s.obs, s.decision)
 		}
 	}()
 
@@ -166,24 +181,20 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 
 	// 4. Apply the managed objects, phase by phase, then take the planned step.
-	for _, phase := range []func(context.Context, *etcdv1alpha1.EtcdCluster, membership.Decision, observation) error{
-		func(ctx context.Context, c *etcdv1alpha1.EtcdCluster, _ membership.Decision, obs observation) error {
-			return r.reconcileTLS(ctx, c, obs.tls)
-		},
+	for _, phase := range []func(context.Context, *reconcileScope) error{
+		r.reconcileTLS,
 		r.reconcileConfigMap,
 		r.reconcileServices,
 		r.reconcileStatefulSet,
 		r.reconcilePodDisruptionBudget,
 		r.reconcileNetworkPolicy,
 		r.reconcileBackupCronJob,
-		func(ctx context.Context, c *etcdv1alpha1.EtcdCluster, _ membership.Decision, _ observation) error {
-			return r.reconcileBackupPVC(ctx, c)
-		},
+		r.reconcileBackupPVC,
 		r.recordVolumes,
 		r.takeStep,
 		r.reconcileAuth,
 	} {
-		if err := phase(ctx, cluster, decision, obs); err != nil {
+		if err := phase(ctx, s); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -213,8 +224,6 @@ func (r *EtcdClusterReconciler) requeueAfter(c *etcdv1alpha1.EtcdCluster, obs ob
 	return after
 }
 
-// applied logs an apply that changed something and adds it to the reconcile's Applied event (or, outside
-// a reconcile that collects them, records an event of its own).
 // liveReader reads from the API server, not the cache (the client when no APIReader is set).
 func (r *EtcdClusterReconciler) liveReader() client.Reader {
 	if r.APIReader != nil {
@@ -223,40 +232,31 @@ func (r *EtcdClusterReconciler) liveReader() client.Reader {
 	return r.Client
 }
 
-func (r *EtcdClusterReconciler) applied(ctx context.Context, c *etcdv1alpha1.EtcdCluster, changed bool, kind, name string) {
-	if !changed {
-		return
-	}
-	logf.FromContext(ctx).Info("applied", "kind", kind, "object", name)
-	if l, ok := ctx.Value(appliedObjectsKey{}).(*appliedObjects); ok {
-		l.names = append(l.names, kind+" "+name)
-		return
-	}
-	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonApplied, "Apply", "%s %s applied", kind, name)
-}
-
-func (r *EtcdClusterReconciler) reconcileConfigMap(ctx context.Context, c *etcdv1alpha1.EtcdCluster, d membership.Decision, obs observation) error {
-	if d.Config == nil {
+func (r *EtcdClusterReconciler) reconcileConfigMap(ctx context.Context, s *reconcileScope) error {
+	c, cfg := s.cluster, s.decision.Config
+	if cfg == nil {
 		return nil // etcd unreachable after formation: keep what members were started with
 	}
-	desired := resources.ConfigMap(c, memberConfig(c, d.Config, obs.urls))
+	desired := resources.ConfigMap(c, memberConfig(c, cfg, s.obs.urls))
 	changed, err := applyIfChanged(ctx, r.objects(), &corev1.ConfigMap{}, desired, corev1ac.ExtractConfigMap)
-	r.applied(ctx, c, changed, "ConfigMap", resources.ConfigMapName(c))
+	s.applied.add(ctx, changed, "ConfigMap", resources.ConfigMapName(c))
 	return err
 }
 
-func (r *EtcdClusterReconciler) reconcileServices(ctx context.Context, c *etcdv1alpha1.EtcdCluster, d membership.Decision, obs observation) error {
+func (r *EtcdClusterReconciler) reconcileServices(ctx context.Context, s *reconcileScope) error {
+	c := s.cluster
 	for _, desired := range []*corev1ac.ServiceApplyConfiguration{resources.PeerService(c), resources.ClientService(c)} {
 		changed, err := applyIfChanged(ctx, r.objects(), &corev1.Service{}, desired, corev1ac.ExtractService)
 		if err != nil {
 			return err
 		}
-		r.applied(ctx, c, changed, "Service", *desired.Name)
+		s.applied.add(ctx, changed, "Service", *desired.Name)
 	}
 	return nil
 }
 
-func (r *EtcdClusterReconciler) reconcileStatefulSet(ctx context.Context, c *etcdv1alpha1.EtcdCluster, d membership.Decision, obs observation) error {
+func (r *EtcdClusterReconciler) reconcileStatefulSet(ctx context.Context, s *reconcileScope) error {
+	c, obs := s.cluster, s.obs
 	if obs.statefulSet == nil && obs.restoreWait != "" {
 		return nil // a restored cluster starts only once its snapshot can be read; status says why
 	}
@@ -269,7 +269,7 @@ func (r *EtcdClusterReconciler) reconcileStatefulSet(ctx context.Context, c *etc
 	if err != nil {
 		current = nil
 	}
-	desired := resources.StatefulSet(c, int32(d.Replicas), obs.options, restoreInTemplate(c, obs.restore), memberGateWanted(current, obs.pods, resources.Image(c, obs.options)))
+	desired := resources.StatefulSet(c, int32(s.decision.Replicas), obs.options, restoreInTemplate(c, obs.restore), memberGateWanted(current, obs.pods, resources.Image(c, obs.options)))
 	if err == nil && !volumeClaimTemplatesMatch(existing, c) {
 		// Volume claim templates are immutable: grow the existing claims in place, then replace the
 		// StatefulSet without deleting its pods (orphan), so new members get the new size too.
@@ -289,7 +289,7 @@ func (r *EtcdClusterReconciler) reconcileStatefulSet(ctx context.Context, c *etc
 		return nil // being replaced; its deletion event brings us back
 	}
 	changed, err := applyIfChanged(ctx, r.objects(), existing, desired, extractStatefulSet)
-	r.applied(ctx, c, changed, "StatefulSet", resources.StatefulSetName(c))
+	s.applied.add(ctx, changed, "StatefulSet", resources.StatefulSetName(c))
 	if changed {
 		failpoint.Inject(failpoint.AfterStatefulSetApply)
 	}
@@ -345,35 +345,22 @@ func (r *EtcdClusterReconciler) growVolumeClaims(ctx context.Context, c *etcdv1a
 	return nil
 }
 
-func (r *EtcdClusterReconciler) reconcilePodDisruptionBudget(ctx context.Context, c *etcdv1alpha1.EtcdCluster, d membership.Decision, obs observation) error {
-	desired := resources.PodDisruptionBudget(c, obs.voters(c))
+func (r *EtcdClusterReconciler) reconcilePodDisruptionBudget(ctx context.Context, s *reconcileScope) error {
+	c := s.cluster
+	desired := resources.PodDisruptionBudget(c, s.obs.voters(c))
 	changed, err := applyIfChanged(ctx, r.objects(), &policyv1.PodDisruptionBudget{}, desired, policyv1ac.ExtractPodDisruptionBudget)
-	r.applied(ctx, c, changed, "PodDisruptionBudget", resources.PDBName(c))
+	s.applied.add(ctx, changed, "PodDisruptionBudget", resources.PDBName(c))
 	return err
 }
 
-func (r *EtcdClusterReconciler) reconcileBackupCronJob(ctx context.Context, c *etcdv1alpha1.EtcdCluster, d membership.Decision, obs observation) error {
+func (r *EtcdClusterReconciler) reconcileBackupCronJob(ctx context.Context, s *reconcileScope) error {
+	c := s.cluster
 	if c.Spec.BackupSchedule == "" {
-		cj := &batchv1.CronJob{}
-		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.BackupCronJobName(c)}, cj)
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if !metav1.IsControlledBy(cj, c) {
-			return nil
-		}
-		if err := r.Delete(ctx, cj, client.Preconditions{UID: &cj.UID}); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("delete backup CronJob: %w", err)
-		}
-		r.Recorder.Eventf(c, cj, corev1.EventTypeNormal, ReasonDeleted, "Delete", "backup CronJob %s deleted: backupSchedule cleared", cj.Name)
-		return nil
+		return r.deleteOwned(ctx, c, &batchv1.CronJob{}, resources.BackupCronJobName(c), "backup CronJob", "backupSchedule cleared")
 	}
-	desired := resources.BackupCronJob(c, obs.options)
+	desired := resources.BackupCronJob(c, s.obs.options)
 	changed, err := applyIfChanged(ctx, r.objects(), &batchv1.CronJob{}, desired, batchv1ac.ExtractCronJob)
-	r.applied(ctx, c, changed, "CronJob", resources.BackupCronJobName(c))
+	s.applied.add(ctx, changed, "CronJob", resources.BackupCronJobName(c))
 	return err
 }
 
@@ -397,16 +384,7 @@ func (r *EtcdClusterReconciler) reportObserveFailure(ctx context.Context, before
 
 // patchStatus writes status (with observedGeneration) once per reconcile, and only when it changed.
 func (r *EtcdClusterReconciler) patchStatus(ctx context.Context, before, after *etcdv1alpha1.EtcdCluster) error {
-	if equality.Semantic.DeepEqual(before.Status, after.Status) {
-		return nil
-	}
-	if err := r.Status().Patch(ctx, after, client.MergeFrom(before)); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil // deleted meanwhile: there is no status left to write
-		}
-		return fmt.Errorf("patch status: %w", err)
-	}
-	return nil
+	return patchStatusIfChanged(ctx, r.Client, !equality.Semantic.DeepEqual(before.Status, after.Status), after, client.MergeFrom(before))
 }
 
 // SetupWithManager registers the controller: it watches clusters, the objects they own, and member pods
@@ -436,13 +414,7 @@ func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) *builder.Typ
 }
 
 // backupJobToCluster maps a backup Job to its cluster through the instance label.
-func backupJobToCluster(_ context.Context, o client.Object) []reconcile.Request {
-	name, ok := o.GetLabels()[resources.LabelInstance]
-	if !ok || o.GetLabels()[resources.LabelComponent] != resources.ComponentBackup {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-}
+var backupJobToCluster = componentToCluster(resources.ComponentBackup)
 
 // backupToRestoringClusters maps an EtcdBackup to the clusters of its namespace that bootstrap from it.
 func (r *EtcdClusterReconciler) backupToRestoringClusters(ctx context.Context, o client.Object) []reconcile.Request {
@@ -460,10 +432,16 @@ func (r *EtcdClusterReconciler) backupToRestoringClusters(ctx context.Context, o
 }
 
 // podToCluster maps a member pod to its cluster through the instance label.
-func podToCluster(_ context.Context, o client.Object) []reconcile.Request {
-	name, ok := o.GetLabels()[resources.LabelInstance]
-	if !ok || o.GetLabels()[resources.LabelComponent] != resources.ComponentEtcd {
-		return nil
+var podToCluster = componentToCluster(resources.ComponentEtcd)
+
+// componentToCluster maps an object of one of a cluster's components to the cluster named by its instance
+// label.
+func componentToCluster(component string) handler.MapFunc {
+	return func(_ context.Context, o client.Object) []reconcile.Request {
+		name, ok := o.GetLabels()[resources.LabelInstance]
+		if !ok || o.GetLabels()[resources.LabelComponent] != component {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 }

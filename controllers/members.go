@@ -66,7 +66,8 @@ func memberConfig(c *etcdv1alpha1.EtcdCluster, cfg *membership.Config, urls Memb
 
 // recordVolumes writes, on each healthy member's claim, the ID of the member whose data it holds. A
 // claim later found without it, or with another ID, tells the planner the data was lost.
-func (r *EtcdClusterReconciler) recordVolumes(ctx context.Context, c *etcdv1alpha1.EtcdCluster, _ membership.Decision, obs observation) error {
+func (r *EtcdClusterReconciler) recordVolumes(ctx context.Context, s *reconcileScope) error {
+	obs := s.obs
 	for _, m := range obs.members {
 		ord, ok := obs.ordinals[m.ID]
 		pvc := obs.pvcByOrdinal[ord]
@@ -85,13 +86,14 @@ func (r *EtcdClusterReconciler) recordVolumes(ctx context.Context, c *etcdv1alph
 
 // takeStep carries out the planned mutation: exactly one etcd call or one Kubernetes write, so a crash
 // anywhere leaves a state the next plan continues from.
-func (r *EtcdClusterReconciler) takeStep(ctx context.Context, c *etcdv1alpha1.EtcdCluster, d membership.Decision, obs observation) error {
+func (r *EtcdClusterReconciler) takeStep(ctx context.Context, s *reconcileScope) error {
+	c, d := s.cluster, s.decision
 	a := d.Action
 	if a.Type == membership.ActionNone {
 		return nil
 	}
 	logf.FromContext(ctx).Info("membership step", "action", a.Type, "ordinal", a.Ordinal, "member", fmt.Sprintf("%x", a.ID), "why", d.Message)
-	err := r.doStep(ctx, c, a, obs)
+	err := r.doStep(ctx, c, a, s.obs)
 	if etcd.IsTransientRefusal(err) {
 		// etcd accepts the change in a few seconds; the short requeue retries it.
 		logf.FromContext(ctx).V(1).Info("etcd deferred the membership change", "action", a.Type, "reason", err.Error())

@@ -23,11 +23,6 @@ import (
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
-// unmanagedSecretRetry is how often a Secret left alone for lack of the operator's label is looked at
-// again: relabelling it brings it into the cache, but a Secret without the cluster's owner reference
-// sends no event.
-const unmanagedSecretRetry = 15 * time.Second
-
 // tlsObservation is what the controller saw of a cluster's certificates.
 type tlsObservation struct {
 	// ca signs the cluster's certificates; nil with caErr saying why.
@@ -53,49 +48,6 @@ type tlsObservation struct {
 type tlsRefusal struct{ msg string }
 
 func (e tlsRefusal) Error() string { return e.msg }
-
-// waitError is a failure that no watched event will end (a Secret the user must create, which the operator
-// does not watch): status reports it, and the reconcile is retried at a fixed interval instead of with the
-// ever longer backoff of errors.
-type waitError struct {
-	error
-	after time.Duration
-}
-
-func (e waitError) Unwrap() error { return e.error }
-
-// unmanagedSecret stops a phase that would create one of the Secrets the cluster relies on (its CA, root's
-// password) because a Secret of that name exists without the operator's managed-by label. The operator's
-// cache holds only labelled Secrets, so such a Secret looks missing there; creating it anew would replace
-// the CA every certificate chains to, or a password etcd already holds. Status reports it under
-// ReasonSecretNotManaged.
-type unmanagedSecret struct{ msg string }
-
-func (e unmanagedSecret) Error() string { return e.msg }
-
-// liveSecret reads Secret name from the API server, for a phase about to create it: the cache holds only
-// Secrets with the operator's managed-by label, so a miss there (the label removed, the cache not synced
-// yet) is no proof that none exists. It returns the Secret when it carries the label (the cache was behind),
-// nil when there is none, and an unmanagedSecret error, with a Warning event, when one exists without the
-// label: that Secret is left untouched. holds says what the Secret keeps, lost what replacing it would break.
-func (r *EtcdClusterReconciler) liveSecret(ctx context.Context, c *etcdv1alpha1.EtcdCluster, name, holds, lost string) (*corev1.Secret, error) {
-	s := &corev1.Secret{}
-	if err := r.liveReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, s); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("read Secret %s: %w", name, err)
-	}
-	if s.Labels[resources.LabelManagedBy] == resources.ManagedBy {
-		return s, nil
-	}
-	msg := fmt.Sprintf("Secret %s exists without the label %s=%s, so the operator left it untouched: it may hold %s, "+
-		"and replacing it would %s. If it is this cluster's, restore the label (kubectl label secret -n %s %s %s=%s); "+
-		"if not, move it out of the way so the operator can create its own",
-		name, resources.LabelManagedBy, resources.ManagedBy, holds, lost, c.Namespace, name, resources.LabelManagedBy, resources.ManagedBy)
-	r.Recorder.Eventf(c, s, corev1.EventTypeWarning, ReasonSecretNotManaged, "Refuse", "%s", msg)
-	return nil, waitError{unmanagedSecret{msg}, unmanagedSecretRetry}
-}
 
 // statefulSetServesTLS reports whether the members of an existing StatefulSet were started with TLS.
 func statefulSetServesTLS(sts *appsv1.StatefulSet) bool {
@@ -194,7 +146,8 @@ func (r *EtcdClusterReconciler) observeTLS(ctx context.Context, c *etcdv1alpha1.
 // certificate that is missing, due for renewal or no longer right for the cluster. Members read their
 // certificate files on every new connection, so a renewed certificate reaches them through the kubelet's
 // Secret volume update without a restart; existing connections are not interrupted.
-func (r *EtcdClusterReconciler) reconcileTLS(ctx context.Context, c *etcdv1alpha1.EtcdCluster, t tlsObservation) error {
+func (r *EtcdClusterReconciler) reconcileTLS(ctx context.Context, s *reconcileScope) error {
+	c, t := s.cluster, s.obs.tls
 	if t.refusal != "" {
 		return tlsRefusal{t.refusal}
 	}

@@ -3,17 +3,21 @@ package controllers
 import (
 	"context"
 	"crypto/x509"
+	"strings"
+	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	"github.com/seedops/etcd-operator/internal/pki"
@@ -180,24 +184,58 @@ var _ = Describe("EtcdCluster TLS", func() {
 	})
 })
 
-var _ = Describe("EtcdCluster NetworkPolicy", func() {
+// A client certificate Secret that cannot be turned into a TLS configuration is reported with the reason,
+// not as a certificate "not issued yet".
+func TestUnusableClientCertificateIsReported(t *testing.T) {
 	ctx := context.Background()
-
-	It("is created only when enabled, and deleted when turned off", func() {
-		c := newCluster(watchedNS)
-		createAndSettle(ctx, c)
-		np := &networkingv1.NetworkPolicy{}
-		npKey := key(c.Namespace, resources.NetworkPolicyName(c))
-		Expect(k8sClient.Get(ctx, npKey, np)).To(Satisfy(apierrors.IsNotFound), "off by default")
-
-		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.NetworkPolicy.Enabled = true })).To(Succeed())
-		Eventually(func() error { return k8sClient.Get(ctx, npKey, np) }, timeout, interval).Should(Succeed())
-		Expect(np.OwnerReferences).To(ContainElement(HaveField("UID", c.UID)))
-		Expect(np.Spec.PodSelector.MatchLabels).To(Equal(resources.SelectorLabels(c)))
-		Expect(np.Spec.Ingress).To(HaveLen(3))
-		Expect(np.Spec.Ingress[1].From).To(ContainElement(HaveField("PodSelector.MatchLabels", HaveKeyWithValue(resources.LabelClient, c.Name))))
-
-		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.NetworkPolicy.Enabled = false })).To(Succeed())
-		Eventually(func() error { return k8sClient.Get(ctx, npKey, np) }, timeout, interval).Should(Satisfy(apierrors.IsNotFound))
-	})
-})
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "u"},
+		Spec: etcdv1alpha1.EtcdClusterSpec{Version: "3.5.9", Replicas: 3, TLS: etcdv1alpha1.TLSSpec{Enabled: ptr.To(true)}}}
+	now := time.Now()
+	ca, caKey, err := pki.NewCA("test CA", time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clientCert, clientKey []byte
+	for _, leaf := range resources.LeafCertificates(c, resources.DefaultOptions()) {
+		if leaf.SecretName == resources.ClientSecretName(c) {
+			if clientCert, clientKey, err = ca.Issue(leaf.Request, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if clientCert == nil {
+		t.Fatal("no client certificate among the leaf certificates")
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	secret := func(name string, data map[string][]byte) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace,
+			Labels: resources.Labels(c, resources.ComponentTLS)}, Data: data}
+	}
+	for name, tc := range map[string]struct {
+		data map[string][]byte
+		want string
+	}{
+		"no CA in the Secret": {map[string][]byte{"tls.crt": clientCert, "tls.key": clientKey, "ca.crt": nil}, "no CA certificate found"},
+		"corrupt certificate": {map[string][]byte{"tls.crt": []byte("garbage"), "tls.key": clientKey, "ca.crt": ca.CertPEM}, "client certificate:"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+				secret(resources.CASecretName(c), map[string][]byte{"tls.crt": ca.CertPEM, "tls.key": caKey, "ca.crt": ca.CertPEM}),
+				secret(resources.ClientSecretName(c), tc.data),
+			).Build()
+			r := &EtcdClusterReconciler{Client: cl, Options: resources.DefaultOptions()}
+			obs := observation{}
+			if obs.tls, err = r.observeTLS(ctx, c, nil, r.Options); err != nil {
+				t.Fatal(err)
+			}
+			_, err := r.dial(ctx, c, &obs, []string{"https://c-0:2379"})
+			if err == nil || strings.Contains(err.Error(), "not issued yet") || !strings.Contains(err.Error(), tc.want) ||
+				!strings.Contains(err.Error(), resources.ClientSecretName(c)) {
+				t.Fatalf("dial error %v; want the Secret named and the reason %q", err, tc.want)
+			}
+		})
+	}
+}
