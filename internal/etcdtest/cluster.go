@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -256,14 +257,33 @@ func (c *Cluster) InitialCluster(ordinals []int) string {
 	return strings.Join(parts, ",")
 }
 
+// freePort returns a local TCP port for an etcd member to listen on. The port is free now but not held (etcd binds it later), so two things guard against handing it out
+// twice: a port is never handed out twice by this process, and it is drawn from below the kernel's
+// ephemeral range (32768 and up by default), where neither ":0" listeners nor outgoing connections (the
+// test's own clients, the etcd members' peer dials) take ports meanwhile. Test packages run in parallel
+// processes, hence the random draw rather than a counter.
 func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for {
+		port := 20000 + rand.IntN(12000)
+		if portsGiven[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // in use
+		}
+		_ = l.Close()
+		portsGiven[port] = true
+		return port
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
 }
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 // Client connects to the given members (over TLS when tlsConfig is set) and waits until they serve a
 // linearizable read, which needs a leader; the client is closed when the test ends.
