@@ -276,6 +276,39 @@ func TestDataDirectories(t *testing.T) {
 	})
 }
 
+// TestLateBootstrapMemberJoinsAsItself: members 0 and 1 of a 3-member initial cluster form it (a
+// quorum) while member 2's pod is still being scheduled; the operator then switches new members to state
+// existing. Member 2 is in the member list under its name from the initial cluster, but it has never run:
+// its empty data directory is exactly right, and the gate must let it start at once (it once waited
+// until the operator replaced the member for not starting, minutes later).
+func TestLateBootstrapMemberJoinsAsItself(t *testing.T) {
+	bin, err := etcdtest.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := etcdtest.New("gate-late", filepath.Join(t.TempDir(), "gate-late"), bin)
+	t.Cleanup(c.Close)
+	for i := range 2 {
+		if err := c.Start(i, c.InitialCluster(ordinals(3)), "new"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cli := client(t, c, nil, 0, 1)
+	want := memberID(t, cli, c.MemberName(2)) // listed under its name, never started
+
+	cfg, _ := gateConfig(t, env(c, 2, "existing", ordinals(3)))
+	d, err := checkWithin(cfg, 10*time.Second)
+	if err != nil || !d.Start {
+		t.Fatalf("got %+v, %v; want etcd to start as the bootstrap member that never ran", d, err)
+	}
+	if err := c.Start(2, c.InitialCluster(ordinals(3)), "existing"); err != nil {
+		t.Fatal(err)
+	}
+	if got := memberID(t, client(t, c, nil, 2), c.MemberName(2)); got != want {
+		t.Fatalf("member 2 runs as %x, want the bootstrap member %x", got, want)
+	}
+}
+
 func TestBootstrapStartsAtOnce(t *testing.T) {
 	// Nothing listens at these peers: a bootstrapping member must not need them.
 	e := map[string]string{

@@ -26,9 +26,11 @@ type Member struct {
 	IsLearner  bool     `json:"isLearner,omitempty"`
 }
 
-// Started reports whether the member's process has ever run: etcd publishes its name and client URLs
-// once it starts, while a member just added (MemberAdd, MemberAddAsLearner) has neither.
-func (m Member) Started() bool { return m.Name != "" || len(m.ClientURLs) > 0 }
+// Started reports whether the member's process has ever run: etcd publishes its client URLs (with its
+// name) once it has joined. The name alone says nothing: a member of the initial cluster is listed under
+// its name from the start, before its process ever ran (a bootstrap member whose pod starts late, after
+// the others formed the cluster); a member just added (MemberAdd, MemberAddAsLearner) has neither.
+func (m Member) Started() bool { return len(m.ClientURLs) > 0 }
 
 // MemberList is one peer's view of the cluster.
 type MemberList struct {
