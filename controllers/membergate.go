@@ -10,28 +10,38 @@ import (
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
-// memberGateWanted says whether the members' template carries the member-gate init container: always for
-// a new cluster, and for an existing one only once it has the gate or is about to roll anyway (its etcd
-// image differs from the desired one). Adding the gate to a running cluster's template on its own would
-// make every member out of date, and an operator upgrade would restart every cluster; this way the gate
-// arrives with the next restart the cluster needs anyway. A StatefulSet replaced with its pods kept
-// (volume growth, an orphaning delete) is judged by the pods it will find.
-func memberGateWanted(existing *appsv1.StatefulSet, pods []corev1.Pod, desiredImage string) bool {
+// memberGateImage is the image of the member-gate init container in the members' template, "" for a
+// template without it. A new cluster gets the gate; an existing one only once it has the gate or is about to
+// roll anyway (its etcd image differs from the desired one). Adding the gate to a running cluster's
+// template on its own would make every member out of date, so the gate arrives with the next restart the
+// cluster needs anyway. Likewise the image of a gate already there is kept while the etcd image stays:
+// an operator upgrade (a new operator image) would otherwise restart every member of every cluster; the
+// new gate comes with the next version change. A StatefulSet replaced with its pods kept (volume growth,
+// an orphaning delete) is judged by the pods it will find.
+func memberGateImage(existing *appsv1.StatefulSet, pods []corev1.Pod, desiredEtcdImage, operatorImage string) string {
 	spec := memberPodSpec(existing, pods)
 	if spec == nil {
-		return true
+		return operatorImage
 	}
-	for i := range spec.InitContainers {
-		if spec.InitContainers[i].Name == resources.MemberGateContainerName {
-			return true
-		}
-	}
+	etcdImage := ""
 	for i := range spec.Containers {
 		if spec.Containers[i].Name == "etcd" {
-			return spec.Containers[i].Image != desiredImage
+			etcdImage = spec.Containers[i].Image
 		}
 	}
-	return true // no etcd container: the template is replaced whole
+	rolls := etcdImage != desiredEtcdImage // no etcd container: the template is replaced whole
+	for i := range spec.InitContainers {
+		if spec.InitContainers[i].Name == resources.MemberGateContainerName {
+			if rolls || spec.InitContainers[i].Image == "" {
+				return operatorImage
+			}
+			return spec.InitContainers[i].Image
+		}
+	}
+	if rolls {
+		return operatorImage
+	}
+	return ""
 }
 
 // gateRefusal is the reason the pod's member-gate refused to let etcd start (its data directory holds a

@@ -10,47 +10,53 @@ import (
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
-func TestMemberGateWanted(t *testing.T) {
-	sts := func(image string, gate bool) *appsv1.StatefulSet {
+func TestMemberGateImage(t *testing.T) {
+	const (
+		img         = "gcr.io/etcd-development/etcd:v3.5.35"
+		oldImg      = "gcr.io/etcd-development/etcd:v3.5.34"
+		operator    = "ghcr.io/seedops/etcd-operator:v0.3.0"
+		oldOperator = "ghcr.io/seedops/etcd-operator:v0.2.0"
+	)
+	sts := func(image, gateImage string) *appsv1.StatefulSet {
 		s := &appsv1.StatefulSet{}
 		s.Spec.Template.Spec.Containers = []corev1.Container{{Name: "etcd", Image: image}}
-		if gate {
-			s.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: resources.MemberGateContainerName}}
+		if gateImage != "" {
+			s.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: resources.MemberGateContainerName, Image: gateImage}}
 		}
 		return s
 	}
-	const img = "gcr.io/etcd-development/etcd:v3.5.35"
 	for _, tc := range []struct {
 		name     string
 		existing *appsv1.StatefulSet
-		want     bool
+		want     string
 	}{
-		{"new cluster", nil, true},
-		{"already gated", sts(img, true), true},
-		{"already gated, new image", sts("gcr.io/etcd-development/etcd:v3.5.34", true), true},
-		{"ungated, same image: adding the gate alone would restart every member", sts(img, false), false},
-		{"ungated, new image: the members roll anyway", sts("gcr.io/etcd-development/etcd:v3.5.34", false), true},
+		{"new cluster", nil, operator},
+		{"already gated by this operator", sts(img, operator), operator},
+		{"gated by an older operator, same etcd image: a new gate image alone would restart every member", sts(img, oldOperator), oldOperator},
+		{"gated by an older operator, new etcd image: the members roll anyway", sts(oldImg, oldOperator), operator},
+		{"ungated, same image: adding the gate alone would restart every member", sts(img, ""), ""},
+		{"ungated, new image: the members roll anyway", sts(oldImg, ""), operator},
 		{"ungated, restore container only", func() *appsv1.StatefulSet {
-			s := sts(img, false)
-			s.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: resources.RestoreContainerName}}
+			s := sts(img, "")
+			s.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: resources.RestoreContainerName, Image: oldOperator}}
 			return s
-		}(), false},
+		}(), ""},
 	} {
-		if got := memberGateWanted(tc.existing, nil, img); got != tc.want {
-			t.Errorf("%s: memberGateWanted = %v, want %v", tc.name, got, tc.want)
+		if got := memberGateImage(tc.existing, nil, img, operator); got != tc.want {
+			t.Errorf("%s: memberGateImage = %q, want %q", tc.name, got, tc.want)
 		}
 	}
 	// The StatefulSet was replaced with its pods kept: the pods decide.
-	pod := func(gate bool) corev1.Pod {
+	pod := func(gateImage string) corev1.Pod {
 		p := corev1.Pod{}
-		p.Spec = sts(img, gate).Spec.Template.Spec
+		p.Spec = sts(img, gateImage).Spec.Template.Spec
 		return p
 	}
-	if memberGateWanted(nil, []corev1.Pod{pod(false)}, img) {
-		t.Errorf("recreated StatefulSet over ungated pods: adding the gate would restart every member")
+	if got := memberGateImage(nil, []corev1.Pod{pod("")}, img, operator); got != "" {
+		t.Errorf("recreated StatefulSet over ungated pods: adding the gate would restart every member (got %q)", got)
 	}
-	if !memberGateWanted(nil, []corev1.Pod{pod(true)}, img) {
-		t.Errorf("recreated StatefulSet over gated pods must keep the gate")
+	if got := memberGateImage(nil, []corev1.Pod{pod(oldOperator)}, img, operator); got != oldOperator {
+		t.Errorf("recreated StatefulSet over gated pods must keep their gate, image included (got %q)", got)
 	}
 }
 

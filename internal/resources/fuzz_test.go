@@ -160,7 +160,7 @@ func checkCluster(t *testing.T, c *etcdv1alpha1.EtcdCluster, b *etcdv1alpha1.Etc
 	t.Helper()
 	n := c.Spec.Replicas
 	d := BackupDestination(c, nil)
-	sts := StatefulSet(c, n, o, restore, gate)
+	sts := StatefulSet(c, n, o, restore, gateImage(o, gate))
 	cm := ConfigMap(c, BootstrapConfig(c, int(n), o))
 	objects := map[string]any{
 		"StatefulSet": sts, "ConfigMap": cm, "peer Service": PeerService(c), "client Service": ClientService(c),
@@ -183,7 +183,7 @@ func checkCluster(t *testing.T, c *etcdv1alpha1.EtcdCluster, b *etcdv1alpha1.Etc
 		}
 		checkMeta(t, kind, obj)
 	}
-	again, _ := yaml.Marshal(StatefulSet(c, n, o, restore, gate))
+	again, _ := yaml.Marshal(StatefulSet(c, n, o, restore, gateImage(o, gate)))
 	first, _ := yaml.Marshal(sts)
 	if string(again) != string(first) {
 		t.Fatal("StatefulSet is not a pure function of its inputs")
@@ -528,4 +528,12 @@ func FuzzRelatedImagesFromEnv(f *testing.F) {
 			}
 		}
 	})
+}
+
+// gateImage is the member gate's image for a template with the gate, "" for one without.
+func gateImage(o Options, gate bool) string {
+	if gate {
+		return o.OperatorImage
+	}
+	return ""
 }

@@ -16,7 +16,7 @@ const MemberGateContainerName = "member-gate"
 // memberGateInitContainer runs the gate with etcd's own configuration (the same variables, the same
 // ConfigMap, the same data volume and, with TLS, the same peer certificate at the same path), so it judges
 // exactly the member etcd is about to start.
-func memberGateInitContainer(c *etcdv1alpha1.EtcdCluster, etcd *corev1ac.ContainerApplyConfiguration, o Options) *corev1ac.ContainerApplyConfiguration {
+func memberGateInitContainer(c *etcdv1alpha1.EtcdCluster, etcd *corev1ac.ContainerApplyConfiguration, image string) *corev1ac.ContainerApplyConfiguration {
 	var env []*corev1ac.EnvVarApplyConfiguration
 	for i := range etcd.Env {
 		env = append(env, &etcd.Env[i])
@@ -32,7 +32,7 @@ func memberGateInitContainer(c *etcdv1alpha1.EtcdCluster, etcd *corev1ac.Contain
 	}
 	return corev1ac.Container().
 		WithName(MemberGateContainerName).
-		WithImage(o.OperatorImage).
+		WithImage(image).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
 		WithArgs("member-gate").
 		WithEnv(env...).

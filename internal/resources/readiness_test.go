@@ -21,7 +21,11 @@ func TestReadinessExcludesLearners(t *testing.T) {
 	} {
 		c := designCluster()
 		c.Spec.Version = tc.version
-		sts := StatefulSet(c, 3, DefaultOptions(), nil, tc.memberGate)
+		gate := ""
+		if tc.memberGate {
+			gate = DefaultOptions().OperatorImage
+		}
+		sts := StatefulSet(c, 3, DefaultOptions(), nil, gate)
 		path := *sts.Spec.Template.Spec.Containers[0].ReadinessProbe.HTTPGet.Path
 		if got := path == "/readyz"; got != tc.wantReadyz {
 			t.Errorf("%s, member gate %v: readiness %s (%s)", tc.version, tc.memberGate, path, tc.description)

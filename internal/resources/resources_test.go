@@ -99,23 +99,23 @@ func TestGolden(t *testing.T) {
 	// New StatefulSets carry the member gate; custom-statefulset.yaml stands for a cluster created before
 	// it, whose template keeps no gate until its next roll.
 	cases := map[string]any{
-		"design-statefulset.yaml":    StatefulSet(designCluster(), 3, o, nil, true),
+		"design-statefulset.yaml":    StatefulSet(designCluster(), 3, o, nil, o.OperatorImage),
 		"design-peer-service.yaml":   PeerService(designCluster()),
 		"design-client-service.yaml": ClientService(designCluster()),
 		"design-configmap.yaml":      ConfigMap(designCluster(), BootstrapConfig(designCluster(), 3, o)),
 		"design-pdb.yaml":            PodDisruptionBudget(designCluster(), 3),
 		"design-networkpolicy.yaml":  NetworkPolicy(designCluster(), Options{ClusterDomain: "cluster.local", OperatorNamespace: "etcd-operator-system"}),
 		"design-cronjob.yaml":        BackupCronJob(designCluster(), o),
-		"custom-statefulset.yaml":    StatefulSet(customCluster(), 5, o, nil, false),
+		"custom-statefulset.yaml":    StatefulSet(customCluster(), 5, o, nil, ""),
 		"design-backup-pvc.yaml":     BackupPVC(designCluster(), BackupDestination(designCluster(), nil)),
 		"s3-cronjob.yaml":            BackupCronJob(s3Cluster(), o),
-		"plaintext-statefulset.yaml": StatefulSet(plaintextCluster(), 3, o, nil, true),
+		"plaintext-statefulset.yaml": StatefulSet(plaintextCluster(), 3, o, nil, o.OperatorImage),
 		"plaintext-configmap.yaml":   ConfigMap(plaintextCluster(), BootstrapConfig(plaintextCluster(), 3, o)),
 		"plaintext-cronjob.yaml":     BackupCronJob(plaintextCluster(), o),
 		"s3-backup-job.yaml":         BackupJob(designCluster(), onDemandBackup(), o),
-		"restored-statefulset.yaml":  StatefulSet(designCluster(), 3, o, &RestoreSource{Destination: BackupDestination(s3Cluster(), nil), Key: "prod/etcd/scheduled/etcd-20261122T020000Z-r42.db"}, true),
+		"restored-statefulset.yaml":  StatefulSet(designCluster(), 3, o, &RestoreSource{Destination: BackupDestination(s3Cluster(), nil), Key: "prod/etcd/scheduled/etcd-20261122T020000Z-r42.db"}, o.OperatorImage),
 		"pvc-restored-statefulset.yaml": StatefulSet(designCluster(), 3, o, &RestoreSource{
-			Destination: etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCBackupDestination{ClaimName: "old-backups"}}, Key: "prod/old/on-demand/old-20261122T020000Z-r42.db"}, true),
+			Destination: etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCBackupDestination{ClaimName: "old-backups"}}, Key: "prod/old/on-demand/old-20261122T020000Z-r42.db"}, o.OperatorImage),
 	}
 	for name, obj := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -169,8 +169,8 @@ func TestInitialCluster(t *testing.T) {
 }
 
 func TestPodPassesRestrictedBasics(t *testing.T) {
-	sts := StatefulSet(customCluster(), 5, DefaultOptions(), nil, true)
-	restored := StatefulSet(designCluster(), 3, DefaultOptions(), &RestoreSource{Destination: BackupDestination(s3Cluster(), nil), Key: "k"}, true)
+	sts := StatefulSet(customCluster(), 5, DefaultOptions(), nil, DefaultOptions().OperatorImage)
+	restored := StatefulSet(designCluster(), 3, DefaultOptions(), &RestoreSource{Destination: BackupDestination(s3Cluster(), nil), Key: "k"}, DefaultOptions().OperatorImage)
 	pods := map[string]*corev1ac.PodSpecApplyConfiguration{
 		"member":           sts.Spec.Template.Spec,
 		"restored member":  restored.Spec.Template.Spec,

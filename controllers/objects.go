@@ -1,0 +1,172 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/failpoint"
+	"github.com/seedops/etcd-operator/internal/resources"
+)
+
+// The managed objects of a cluster, one phase each, all in one pattern: build the desired object with a
+// pure builder (internal/resources), apply it with applyIfChanged (a no-op when nothing the operator owns
+// differs), record what changed for the reconcile's Applied event, and delete the owned object once its
+// feature is turned off (deleteOwned).
+
+func (r *EtcdClusterReconciler) reconcileConfigMap(ctx context.Context, s *reconcileScope) error {
+	c, cfg := s.cluster, s.decision.Config
+	if cfg == nil {
+		return nil // etcd unreachable after formation: keep what members were started with
+	}
+	desired := resources.ConfigMap(c, memberConfig(c, cfg, s.obs.urls))
+	changed, err := applyIfChanged(ctx, r.objects(), &corev1.ConfigMap{}, desired, corev1ac.ExtractConfigMap)
+	s.applied.add(ctx, changed, "ConfigMap", resources.ConfigMapName(c))
+	return err
+}
+
+func (r *EtcdClusterReconciler) reconcileServices(ctx context.Context, s *reconcileScope) error {
+	c := s.cluster
+	for _, desired := range []*corev1ac.ServiceApplyConfiguration{resources.PeerService(c), resources.ClientService(c)} {
+		changed, err := applyIfChanged(ctx, r.objects(), &corev1.Service{}, desired, corev1ac.ExtractService)
+		if err != nil {
+			return err
+		}
+		s.applied.add(ctx, changed, "Service", *desired.Name)
+	}
+	return nil
+}
+
+func (r *EtcdClusterReconciler) reconcileStatefulSet(ctx context.Context, s *reconcileScope) error {
+	c, obs := s.cluster, s.obs
+	if obs.statefulSet == nil && obs.restoreWait != "" {
+		return nil // a restored cluster starts only once its snapshot can be read; status says why
+	}
+	existing := &appsv1.StatefulSet{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.StatefulSetName(c)}, existing)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	current := existing
+	if err != nil {
+		current = nil
+	}
+	desired := resources.StatefulSet(c, int32(s.decision.Replicas), obs.options, restoreInTemplate(c, obs.restore), memberGateImage(current, obs.pods, resources.Image(c, obs.options), obs.options.OperatorImage))
+	if err == nil && !volumeClaimTemplatesMatch(existing, c) {
+		// Volume claim templates are immutable: grow the existing claims in place, then replace the
+		// StatefulSet without deleting its pods (orphan), so new members get the new size too.
+		if err := r.growVolumeClaims(ctx, c); err != nil {
+			return err
+		}
+		orphan := client.PropagationPolicy("Orphan")
+		if err := r.Delete(ctx, existing, orphan, client.Preconditions{UID: &existing.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("replace StatefulSet %s for new volume size: %w", existing.Name, err)
+		}
+		r.Recorder.Eventf(c, existing, corev1.EventTypeNormal, ReasonStatefulSetRecreated, "Replace",
+			"StatefulSet %s recreated (pods kept) for volume size %s", existing.Name, c.Spec.StorageSize.String())
+		// The deletion event brings us back once the old object is gone.
+		return nil
+	}
+	if !existing.DeletionTimestamp.IsZero() {
+		return nil // being replaced; its deletion event brings us back
+	}
+	changed, err := applyIfChanged(ctx, r.objects(), existing, desired, extractStatefulSet)
+	s.applied.add(ctx, changed, "StatefulSet", resources.StatefulSetName(c))
+	if changed {
+		failpoint.Inject(failpoint.AfterStatefulSetApply)
+	}
+	return err
+}
+
+// extractStatefulSet returns the fields this operator owns. Claim templates are an atomic list, so they
+// come back whole, with the status the API server fills in; that status is never ours to compare.
+func extractStatefulSet(sts *appsv1.StatefulSet, fieldManager string) (*appsv1ac.StatefulSetApplyConfiguration, error) {
+	ac, err := appsv1ac.ExtractStatefulSet(sts, fieldManager)
+	if err != nil || ac.Spec == nil {
+		return ac, err
+	}
+	for i := range ac.Spec.VolumeClaimTemplates {
+		ac.Spec.VolumeClaimTemplates[i].Status = nil
+	}
+	return ac, nil
+}
+
+// volumeClaimTemplatesMatch reports whether the StatefulSet's data claim template has the spec's size.
+func volumeClaimTemplatesMatch(sts *appsv1.StatefulSet, c *etcdv1alpha1.EtcdCluster) bool {
+	for _, t := range sts.Spec.VolumeClaimTemplates {
+		if t.Name == resources.DataVolumeName {
+			size := t.Spec.Resources.Requests[corev1.ResourceStorage]
+			return size.Cmp(c.Spec.StorageSize) == 0
+		}
+	}
+	return false
+}
+
+// growVolumeClaims raises the storage request of every member claim smaller than storageSize. The
+// storage class must allow expansion; if it does not, the API server refuses and status says so.
+func (r *EtcdClusterReconciler) growVolumeClaims(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
+	claims := &corev1.PersistentVolumeClaimList{}
+	if err := r.List(ctx, claims, client.InNamespace(c.Namespace), client.MatchingLabels(resources.SelectorLabels(c))); err != nil {
+		return err
+	}
+	for i := range claims.Items {
+		pvc := &claims.Items[i]
+		size := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+		if size.Cmp(c.Spec.StorageSize) >= 0 {
+			continue
+		}
+		ac := corev1ac.PersistentVolumeClaim(pvc.Name, pvc.Namespace).
+			WithSpec(corev1ac.PersistentVolumeClaimSpec().WithResources(corev1ac.VolumeResourceRequirements().
+				WithRequests(corev1.ResourceList{corev1.ResourceStorage: c.Spec.StorageSize})))
+		if err := r.Apply(ctx, ac, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("grow volume claim %s to %s: %w", pvc.Name, c.Spec.StorageSize.String(), err)
+		}
+		r.Recorder.Eventf(c, pvc, corev1.EventTypeNormal, ReasonStorageResized, "Resize",
+			"volume claim %s grown from %s to %s", pvc.Name, size.String(), c.Spec.StorageSize.String())
+	}
+	return nil
+}
+
+func (r *EtcdClusterReconciler) reconcilePodDisruptionBudget(ctx context.Context, s *reconcileScope) error {
+	c := s.cluster
+	desired := resources.PodDisruptionBudget(c, s.obs.voters(c))
+	changed, err := applyIfChanged(ctx, r.objects(), &policyv1.PodDisruptionBudget{}, desired, policyv1ac.ExtractPodDisruptionBudget)
+	s.applied.add(ctx, changed, "PodDisruptionBudget", resources.PDBName(c))
+	return err
+}
+
+func (r *EtcdClusterReconciler) reconcileBackupCronJob(ctx context.Context, s *reconcileScope) error {
+	c := s.cluster
+	if c.Spec.BackupSchedule == "" {
+		return r.deleteOwned(ctx, c, &batchv1.CronJob{}, resources.BackupCronJobName(c), "backup CronJob", "backupSchedule cleared")
+	}
+	desired := resources.BackupCronJob(c, s.obs.options)
+	changed, err := applyIfChanged(ctx, r.objects(), &batchv1.CronJob{}, desired, batchv1ac.ExtractCronJob)
+	s.applied.add(ctx, changed, "CronJob", resources.BackupCronJobName(c))
+	return err
+}
+
+// reconcileNetworkPolicy applies the cluster's NetworkPolicy while spec.networkPolicy.enabled, and deletes
+// the one it created once it is turned off.
+func (r *EtcdClusterReconciler) reconcileNetworkPolicy(ctx context.Context, s *reconcileScope) error {
+	c := s.cluster
+	if c.Spec.NetworkPolicy.Enabled {
+		changed, err := applyIfChanged(ctx, r.objects(), &networkingv1.NetworkPolicy{}, resources.NetworkPolicy(c, s.obs.options), networkingv1ac.ExtractNetworkPolicy)
+		s.applied.add(ctx, changed, "NetworkPolicy", resources.NetworkPolicyName(c))
+		return err
+	}
+	return r.deleteOwned(ctx, c, &networkingv1.NetworkPolicy{}, resources.NetworkPolicyName(c), "NetworkPolicy", "spec.networkPolicy.enabled is false")
+}
