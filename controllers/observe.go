@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -228,26 +229,49 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, c *etcdv1alpha1
 		obs.authEnabled = &on
 	}
 	obs.statuses, obs.ordinals, obs.healthy = map[uint64]etcd.EndpointStatus{}, map[uint64]int{}, map[uint64]bool{}
-	for _, m := range obs.members {
-		obs.ordinals[m.ID] = memberOrdinal(c, m, obs.urls)
+	// Members are asked at once, not one after the other: members that do not answer each cost the call's
+	// timeout, and in turn they would delay the report of an outage by that much per member.
+	answers := make([]memberAnswer, len(obs.members))
+	var wg sync.WaitGroup
+	for i, m := range obs.members {
 		if len(m.ClientURLs) == 0 {
 			continue // not started yet
 		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i].status, answers[i].err = cli.Status(ctx, m.ClientURLs[0])
+			answers[i].asked = true
+		}()
+	}
+	wg.Wait()
+	for i, m := range obs.members {
+		obs.ordinals[m.ID] = memberOrdinal(c, m, obs.urls)
+		if !answers[i].asked {
+			continue
+		}
 		pod := obs.podByOrdinal[obs.ordinals[m.ID]]
-		st, err := cli.Status(ctx, m.ClientURLs[0])
-		if err != nil {
+		if answers[i].err != nil {
 			// The operator's own call failed (a network fault on its side, a member busy defragmenting):
 			// that is no evidence against the member. The kubelet's readiness check of the member's own
 			// /health, which needs quorum, decides.
 			obs.healthy[m.ID] = !m.IsLearner && pod != nil && podReady(pod)
 			continue
 		}
+		st := answers[i].status
 		obs.statuses[m.ID] = st
 		// A voter is healthy when it answers without alarms and its pod passes readiness (which needs
 		// quorum); a learner cannot pass readiness, so answering is enough.
 		obs.healthy[m.ID] = len(st.Errors) == 0 && (m.IsLearner || (pod != nil && podReady(pod)))
 	}
 	return nil
+}
+
+// memberAnswer is one member's answer to the status call.
+type memberAnswer struct {
+	asked  bool
+	status etcd.EndpointStatus
+	err    error
 }
 
 // dial connects to the members, over TLS with the operator's client certificate when the cluster serves TLS.
