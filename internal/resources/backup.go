@@ -128,6 +128,18 @@ func destinationVolumes(d etcdv1alpha1.BackupDestination, readOnly bool) ([]*cor
 		[]*corev1ac.VolumeMountApplyConfiguration{mount}
 }
 
+// restrictedPodSecurity is the pod-level part of the restricted Pod Security Standard for the pods that
+// touch member data (members, backups): etcd's non-root user, and its group on the data volume.
+func restrictedPodSecurity() *corev1ac.PodSecurityContextApplyConfiguration {
+	return corev1ac.PodSecurityContext().
+		WithRunAsNonRoot(true).
+		WithRunAsUser(etcdUID).
+		WithRunAsGroup(etcdUID).
+		WithFSGroup(etcdUID).
+		WithFSGroupChangePolicy(corev1.FSGroupChangeOnRootMismatch).
+		WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))
+}
+
 func restrictedContainerSecurity() *corev1ac.SecurityContextApplyConfiguration {
 	return corev1ac.SecurityContext().
 		WithAllowPrivilegeEscalation(false).
@@ -158,13 +170,7 @@ func backupPodSpec(c *etcdv1alpha1.EtcdCluster, d etcdv1alpha1.BackupDestination
 		WithRestartPolicy(corev1.RestartPolicyNever).
 		WithAutomountServiceAccountToken(false).
 		WithEnableServiceLinks(false).
-		WithSecurityContext(corev1ac.PodSecurityContext().
-			WithRunAsNonRoot(true).
-			WithRunAsUser(etcdUID).
-			WithRunAsGroup(etcdUID).
-			WithFSGroup(etcdUID).
-			WithFSGroupChangePolicy(corev1.FSGroupChangeOnRootMismatch).
-			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
+		WithSecurityContext(restrictedPodSecurity()).
 		WithVolumes(volumes...).
 		WithContainers(corev1ac.Container().
 			WithName(BackupContainerName).

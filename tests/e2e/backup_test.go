@@ -98,11 +98,7 @@ var _ = Describe("Backups and restore", Label("backup"), func() {
 		}
 		start := time.Now()
 		Expect(k8s.Create(ctx, b)).To(Succeed())
-		Eventually(func(g Gomega) {
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
-			g.Expect(b.Status.Phase).NotTo(Equal(etcdv1alpha1.BackupFailed), b.Status.Error)
-			g.Expect(b.Status.Phase).To(Equal(etcdv1alpha1.BackupSucceeded))
-		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		waitBackupSucceeded(b)
 		framework.ReportDuration("on-demand backup to S3", time.Since(start))
 		Expect(b.Status.Revision).To(BeNumerically(">=", rev))
 		Expect(b.Status.Location).To(Equal("s3://etcd-backups/" + b.Status.Key))
@@ -230,4 +226,13 @@ func startMinIO(ns string) minioServer {
 	Eventually(func() error { return mc.MakeBucket(ctx, "etcd-backups", minio.MakeBucketOptions{}) }).
 		WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 	return minioServer{inCluster: "http://minio." + ns + ".svc:9000", client: mc}
+}
+
+// waitBackupSucceeded waits until the EtcdBackup has succeeded; a timeout after a failed run names its error.
+func waitBackupSucceeded(b *etcdv1alpha1.EtcdBackup) {
+	EventuallyWithOffset(1, func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
+		g.Expect(b.Status.Phase).NotTo(Equal(etcdv1alpha1.BackupFailed), b.Status.Error)
+		g.Expect(b.Status.Phase).To(Equal(etcdv1alpha1.BackupSucceeded))
+	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 }

@@ -41,18 +41,11 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 			m.Args = append(m.Args, "--heal-after="+healAfter.String())
 		}, "")
 
-		ns := fw.NewNamespace("outage")
-		c := fw.NewCluster(ns, "outage", etcdVersion, 3)
-		Expect(k8s.Create(ctx, c)).To(Succeed())
-		fw.WaitAvailable(c, 5*time.Minute)
+		_, c, w, s, before := startSafetyScenario("outage")
 		putGet(c, "/e2e/before-outage", "kept")
-		w := fw.StartWriter(c, "/e2e/outage")
-		w.WaitProgress(20, time.Minute)
-		ids := memberIDsByName(c, 3)
-		claims := claimUIDs(c, 3)
-		pods := podUIDs(c)
-		s := startSafetySampler(c)
-		DeferCleanup(s.halt)
+		ids := before.ids
+		claims := before.claims
+		pods := before.pods
 		// While no member answers, only the pods and claims can be compared; etcd's member list once a
 		// member is back.
 		unchangedObjects := func(g Gomega) {
@@ -130,11 +123,7 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 		b := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "before-delete"},
 			Spec: etcdv1alpha1.EtcdBackupSpec{ClusterName: c.Name}}
 		Expect(k8s.Create(ctx, b)).To(Succeed())
-		Eventually(func(g Gomega) {
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
-			g.Expect(b.Status.Phase).NotTo(Equal(etcdv1alpha1.BackupFailed), b.Status.Error)
-			g.Expect(b.Status.Phase).To(Equal(etcdv1alpha1.BackupSucceeded))
-		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		waitBackupSucceeded(b)
 		Expect(b.Status.Destination).NotTo(BeNil())
 		Expect(b.Status.Destination.PVC).NotTo(BeNil(), "the cluster's default destination is its backup claim")
 		putGet(c, "/e2e/after-backup", "only-in-the-old-data")
@@ -220,15 +209,8 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 			rollOperator(func(d *appsv1.Deployment) { d.Spec.Template = original.Spec.Template }, "")
 		})
 
-		ns := fw.NewNamespace("learner")
-		c := fw.NewCluster(ns, "learner", etcdVersion, 3)
-		Expect(k8s.Create(ctx, c)).To(Succeed())
-		fw.WaitAvailable(c, 5*time.Minute)
+		ns, c, w, s, _ := startSafetyScenario("learner")
 		putGet(c, "/e2e/through-the-service", "voters-only")
-		w := fw.StartWriter(c, "/e2e/learner")
-		w.WaitProgress(20, time.Minute)
-		s := startSafetySampler(c)
-		DeferCleanup(s.halt)
 
 		// The operator adds the learner, then grows the StatefulSet for its pod; it crashes right after that,
 		// and its successor waits for the crashed one's leader lease to expire: time enough to pause the

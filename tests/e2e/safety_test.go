@@ -34,17 +34,10 @@ import (
 var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 	It("stalls on a version whose image does not exist, changes nothing more, and recovers when it is reverted", func() {
 		const missing = "3.5.99"
-		ns := fw.NewNamespace("badimage")
-		c := fw.NewCluster(ns, "badimage", etcdVersion, 3)
-		Expect(k8s.Create(ctx, c)).To(Succeed())
-		fw.WaitAvailable(c, 5*time.Minute)
-		w := fw.StartWriter(c, "/e2e/badimage")
-		w.WaitProgress(20, time.Minute)
-		ids := memberIDsByName(c, 3)
-		claims := claimUIDs(c, 3)
-		pods := podUIDs(c)
-		s := startSafetySampler(c)
-		DeferCleanup(s.halt)
+		ns, c, w, s, before := startSafetyScenario("badimage")
+		ids := before.ids
+		claims := before.claims
+		pods := before.pods
 
 		leaderBefore, err := leaderPod(c)
 		Expect(err).NotTo(HaveOccurred())
@@ -140,15 +133,8 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 	})
 
 	It("recreates a StatefulSet deleted with orphaned pods in the middle of a scale-up at the current membership", func() {
-		ns := fw.NewNamespace("orphan")
-		c := fw.NewCluster(ns, "orphan", etcdVersion, 3)
-		Expect(k8s.Create(ctx, c)).To(Succeed())
-		fw.WaitAvailable(c, 5*time.Minute)
-		w := fw.StartWriter(c, "/e2e/orphan")
-		w.WaitProgress(20, time.Minute)
-		ids := memberIDsByName(c, 3)
-		s := startSafetySampler(c)
-		DeferCleanup(s.halt)
+		ns, c, w, s, before := startSafetyScenario("orphan")
+		ids := before.ids
 		sts := &appsv1.StatefulSet{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Name}, sts)).To(Succeed())
 
@@ -187,17 +173,10 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 	})
 
 	It("changes no member when the operator restarts with another cluster domain", func() {
-		ns := fw.NewNamespace("domain")
-		c := fw.NewCluster(ns, "domain", etcdVersion, 3)
-		Expect(k8s.Create(ctx, c)).To(Succeed())
-		fw.WaitAvailable(c, 5*time.Minute)
-		w := fw.StartWriter(c, "/e2e/domain")
-		w.WaitProgress(20, time.Minute)
-		ids := memberIDsByName(c, 3)
-		claims := claimUIDs(c, 3)
-		pods := podUIDs(c)
-		s := startSafetySampler(c)
-		DeferCleanup(s.halt)
+		ns, c, w, s, before := startSafetyScenario("domain")
+		ids := before.ids
+		claims := before.claims
+		pods := before.pods
 
 		original := &appsv1.Deployment{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: operatorDeployment}, original)).To(Succeed())
@@ -243,17 +222,10 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 	})
 
 	It("replaces a member whose pod and claim are deleted at once exactly once", func() {
-		ns := fw.NewNamespace("podclaim")
-		c := fw.NewCluster(ns, "podclaim", etcdVersion, 3)
-		Expect(k8s.Create(ctx, c)).To(Succeed())
-		fw.WaitAvailable(c, 5*time.Minute)
+		ns, c, w, s, before := startSafetyScenario("podclaim")
 		putGet(c, "/e2e/before-loss", "kept")
-		w := fw.StartWriter(c, "/e2e/podclaim")
-		w.WaitProgress(20, time.Minute)
-		ids := memberIDsByName(c, 3)
-		claims := claimUIDs(c, 3)
-		s := startSafetySampler(c)
-		DeferCleanup(s.halt)
+		ids := before.ids
+		claims := before.claims
 
 		victim := c.Name + "-1"
 		podBefore := &corev1.Pod{}
@@ -300,6 +272,29 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 		s.verify()
 	})
 })
+
+// safetyStart is what a safety scenario records before its event: the member IDs by name, the data
+// claims' UIDs and the member pods' UIDs of its healthy 3-member cluster.
+type safetyStart struct {
+	ids    map[string]uint64
+	claims map[string]types.UID
+	pods   map[string]string
+}
+
+// startSafetyScenario creates a 3-member cluster named name in a new namespace, waits until it is
+// Available, and starts a writer and a status sampler on it (the sampler stops at cleanup).
+func startSafetyScenario(name string) (string, *etcdv1alpha1.EtcdCluster, *framework.Writer, *safetySampler, safetyStart) {
+	ns := fw.NewNamespace(name)
+	c := fw.NewCluster(ns, name, etcdVersion, 3)
+	ExpectWithOffset(1, k8s.Create(ctx, c)).To(Succeed())
+	fw.WaitAvailable(c, 5*time.Minute)
+	w := fw.StartWriter(c, "/e2e/"+name)
+	w.WaitProgress(20, time.Minute)
+	before := safetyStart{ids: memberIDsByName(c, 3), claims: claimUIDs(c, 3), pods: podUIDs(c)}
+	s := startSafetySampler(c)
+	DeferCleanup(s.halt)
+	return ns, c, w, s, before
+}
 
 // memberIDsByName returns the IDs of the cluster's started members by name, expecting exactly n of them.
 func memberIDsByName(c *etcdv1alpha1.EtcdCluster, n int) map[string]uint64 {
