@@ -27,6 +27,8 @@ import (
 // differs), record what changed for the reconcile's Applied event, and delete the owned object once its
 // feature is turned off (deleteOwned).
 
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
+
 func (r *EtcdClusterReconciler) reconcileConfigMap(ctx context.Context, s *reconcileScope) error {
 	c, cfg := s.cluster, s.decision.Config
 	if cfg == nil {

@@ -47,10 +47,10 @@ bundle-validate: operator-sdk opm ## Validate bundle/ with the operatorframework
 	$(OPM) validate $(CATALOG_DIR)
 
 .PHONY: bundle-check
-bundle-check: bundle ## Regenerate bundle/ and fail if it differs from what git has (run in CI).
-	@changed=$$(git status --porcelain -- $(BUNDLE_DIR) bundle.Dockerfile config/manifests) && \
-	  if [ -n "$$changed" ]; then echo "make bundle changed these files; run it and commit the result:"; \
-	  echo "$$changed"; git --no-pager diff --stat -- $(BUNDLE_DIR) bundle.Dockerfile config/manifests; exit 1; fi
+bundle-check: generate manifests bundle ## Regenerate deepcopy, CRDs, RBAC and bundle/; fail if anything differs from what git has (run in CI).
+	@changed=$$(git status --porcelain -- api config $(BUNDLE_DIR) bundle.Dockerfile) && \
+	  if [ -n "$$changed" ]; then echo "make generate manifests bundle changed these files; run it and commit the result:"; \
+	  echo "$$changed"; git --no-pager diff --stat -- api config $(BUNDLE_DIR) bundle.Dockerfile; exit 1; fi
 
 .PHONY: bundle-build
 bundle-build: ## Build the bundle image (needs a container engine).
