@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -57,17 +56,16 @@ func (r *EtcdClusterReconciler) reconcileStatefulSet(ctx context.Context, s *rec
 	if obs.statefulSet == nil && obs.restoreWait != "" {
 		return nil // a restored cluster starts only once its snapshot can be read; status says why
 	}
-	existing := &appsv1.StatefulSet{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.StatefulSetName(c)}, existing)
-	if err != nil && !apierrors.IsNotFound(err) {
+	current, err := r.statefulSet(ctx, c)
+	if err != nil {
 		return err
 	}
-	current := existing
-	if err != nil {
-		current = nil
+	existing := current
+	if existing == nil {
+		existing = &appsv1.StatefulSet{}
 	}
 	desired := resources.StatefulSet(c, int32(s.decision.Replicas), obs.options, restoreInTemplate(c, obs.restore), memberGateImage(current, obs.pods, resources.Image(c, obs.options), obs.options.OperatorImage))
-	if err == nil && !volumeClaimTemplatesMatch(existing, c) {
+	if current != nil && !volumeClaimTemplatesMatch(existing, c) {
 		// Volume claim templates are immutable: grow the existing claims in place, then replace the
 		// StatefulSet without deleting its pods (orphan), so new members get the new size too.
 		if err := r.growVolumeClaims(ctx, c); err != nil {

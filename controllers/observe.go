@@ -154,12 +154,8 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 	for _, m := range c.Status.Members {
 		obs.previous[m.Name] = m
 	}
-	sts := &appsv1.StatefulSet{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.StatefulSetName(c)}, sts)
-	switch {
-	case err == nil:
-		obs.statefulSet = sts
-	case !apierrors.IsNotFound(err):
+	var err error
+	if obs.statefulSet, err = r.statefulSet(ctx, c); err != nil {
 		return obs, err
 	}
 
@@ -212,6 +208,26 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 		obs.reachable = obs.etcdErr == nil
 	}
 	return obs, nil
+}
+
+// statefulSet returns the cluster's StatefulSet, nil when there is none. A miss in the cache is confirmed
+// with the API server: the cache may not have caught up with a StatefulSet created moments ago, and every
+// decision that follows (bootstrap or not, TLS or not, which member template) differs for a cluster that
+// has one. The live read happens only while the cache has none, so a cluster at rest costs nothing.
+func (r *EtcdClusterReconciler) statefulSet(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (*appsv1.StatefulSet, error) {
+	key := client.ObjectKey{Namespace: c.Namespace, Name: resources.StatefulSetName(c)}
+	sts := &appsv1.StatefulSet{}
+	err := r.Get(ctx, key, sts)
+	if apierrors.IsNotFound(err) {
+		err = r.liveReader().Get(ctx, key, sts)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return sts, nil
 }
 
 // observeEtcd reads the member list and asks each member about itself.

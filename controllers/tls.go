@@ -70,13 +70,12 @@ func statefulSetServesTLS(sts *appsv1.StatefulSet) bool {
 // to a spec, once per cluster, so that the spec says what runs; the update brings the cluster back.
 func (r *EtcdClusterReconciler) settleTLS(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
 	enabled, why := true, "TLS is on by default for new clusters"
-	sts := &appsv1.StatefulSet{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.StatefulSetName(c)}, sts)
+	sts, err := r.statefulSet(ctx, c)
 	switch {
-	case err == nil && !statefulSetServesTLS(sts):
-		enabled, why = false, "the members already run without TLS; moving to TLS means restoring a backup into a new cluster"
-	case err != nil && !apierrors.IsNotFound(err):
+	case err != nil:
 		return err
+	case sts != nil && !statefulSetServesTLS(sts):
+		enabled, why = false, "the members already run without TLS; moving to TLS means restoring a backup into a new cluster"
 	}
 	patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	c.Spec.TLS.Enabled = &enabled
