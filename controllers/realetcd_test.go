@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -157,7 +158,9 @@ func (k *fakeKubelet) sync(ctx context.Context) {
 			if !k.ensureClaim(ctx, i) {
 				continue
 			}
-			_ = k.c.Start(i, cm.Data["ETCD_INITIAL_CLUSTER"], cm.Data["ETCD_INITIAL_CLUSTER_STATE"])
+			if err := k.c.Start(i, cm.Data["ETCD_INITIAL_CLUSTER"], cm.Data["ETCD_INITIAL_CLUSTER_STATE"]); err != nil {
+				GinkgoWriter.Printf("fake kubelet: starting member %d: %v\n", i, err)
+			}
 		}
 		k.setReady(ctx, pod, i)
 	}
@@ -359,6 +362,18 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		done := make(chan struct{})
 		go func() { defer close(done); kubelet.run(kctx) }()
 		DeferCleanup(func() { stopKubelet(); <-done })
+	})
+
+	// A member that does not become healthy says why in its own log, which a failed spec's report carries.
+	AfterEach(func() {
+		if !CurrentSpecReport().Failed() {
+			return
+		}
+		for i := range maxMembers {
+			if log := procs.Log(i); log != "" {
+				AddReportEntry(fmt.Sprintf("etcd member %d, last lines of its log", i), log)
+			}
+		}
 	})
 
 	running := func(n int) func(g Gomega) {

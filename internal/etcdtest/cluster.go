@@ -8,17 +8,15 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/seedops/etcd-operator/internal/testproc"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -52,7 +50,7 @@ type Cluster struct {
 
 	mu    sync.Mutex
 	ports map[int][2]int // ordinal -> peer, client
-	procs map[int]*proc
+	procs map[int]*testproc.Process
 }
 
 // TLSFiles are the certificate files every member uses.
@@ -67,15 +65,9 @@ func (c *Cluster) scheme() string {
 	return "http"
 }
 
-type proc struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  *os.File
-}
-
 // New prepares an empty cluster; nothing runs until Start.
 func New(name, dir, bin string) *Cluster {
-	return &Cluster{Name: name, Dir: dir, Bin: bin, ports: map[int][2]int{}, procs: map[int]*proc{}}
+	return &Cluster{Name: name, Dir: dir, Bin: bin, ports: map[int][2]int{}, procs: map[int]*testproc.Process{}}
 }
 
 // MemberName is the name of ordinal i, as a pod would be named.
@@ -86,7 +78,7 @@ func (c *Cluster) portsOf(i int) [2]int {
 	defer c.mu.Unlock()
 	p, ok := c.ports[i]
 	if !ok {
-		p = [2]int{freePort(), freePort()}
+		p = [2]int{testproc.Port(), testproc.Port()}
 		c.ports[i] = p
 	}
 	return p
@@ -110,16 +102,12 @@ func (c *Cluster) DataDir(i int) string { return filepath.Join(c.Dir, fmt.Sprint
 // reported by Running.
 func (c *Cluster) Start(i int, initialCluster, state string) error {
 	c.mu.Lock()
-	if p, ok := c.procs[i]; ok && p.alive() {
+	if p, ok := c.procs[i]; ok && p.Alive() {
 		c.mu.Unlock()
 		return nil
 	}
 	c.mu.Unlock()
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
-		return err
-	}
-	log, err := os.OpenFile(filepath.Join(c.Dir, fmt.Sprintf("member-%d.log", i)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
 		return err
 	}
 	args := []string{
@@ -144,35 +132,22 @@ func (c *Cluster) Start(i int, initialCluster, state string) error {
 	for k, v := range c.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = log.Close()
+	p, err := testproc.Start(cmd, c.logFile(i))
+	if err != nil {
 		return err
 	}
-	p := &proc{cmd: cmd, done: make(chan struct{}), log: log}
-	go func() { _ = cmd.Wait(); _ = log.Close(); close(p.done) }()
 	c.mu.Lock()
 	c.procs[i] = p
 	c.mu.Unlock()
 	return nil
 }
 
-func (p *proc) alive() bool {
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
-}
-
 // PID of member i's process, or 0.
 func (c *Cluster) PID(i int) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if p, ok := c.procs[i]; ok && p.alive() {
-		return p.cmd.Process.Pid
+	if p, ok := c.procs[i]; ok && p.Alive() {
+		return p.PID()
 	}
 	return 0
 }
@@ -182,7 +157,7 @@ func (c *Cluster) Running(i int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p, ok := c.procs[i]
-	return ok && p.alive()
+	return ok && p.Alive()
 }
 
 // Stop terminates member i (SIGTERM, then SIGKILL after 10 s) and waits for it.
@@ -194,13 +169,7 @@ func (c *Cluster) Stop(i int) {
 	if !ok {
 		return
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
+	p.Stop()
 }
 
 // Wipe deletes member i's data, as deleting its volume would.
@@ -218,16 +187,18 @@ func (c *Cluster) Ordinals() []int {
 	defer c.mu.Unlock()
 	var out []int
 	for i, p := range c.procs {
-		if p.alive() {
+		if p.Alive() {
 			out = append(out, i)
 		}
 	}
 	return out
 }
 
+func (c *Cluster) logFile(i int) string { return filepath.Join(c.Dir, fmt.Sprintf("member-%d.log", i)) }
+
 // Log returns member i's log, for failure messages.
 func (c *Cluster) Log(i int) string {
-	b, _ := os.ReadFile(filepath.Join(c.Dir, fmt.Sprintf("member-%d.log", i)))
+	b, _ := os.ReadFile(c.logFile(i))
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if len(lines) > 20 {
 		lines = lines[len(lines)-20:]
@@ -256,34 +227,6 @@ func (c *Cluster) InitialCluster(ordinals []int) string {
 	}
 	return strings.Join(parts, ",")
 }
-
-// freePort returns a local TCP port for an etcd member to listen on. The port is free now but not held (etcd binds it later), so two things guard against handing it out
-// twice: a port is never handed out twice by this process, and it is drawn from below the kernel's
-// ephemeral range (32768 and up by default), where neither ":0" listeners nor outgoing connections (the
-// test's own clients, the etcd members' peer dials) take ports meanwhile. Test packages run in parallel
-// processes, hence the random draw rather than a counter.
-func freePort() int {
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for {
-		port := 20000 + rand.IntN(12000)
-		if portsGiven[port] {
-			continue
-		}
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue // in use
-		}
-		_ = l.Close()
-		portsGiven[port] = true
-		return port
-	}
-}
-
-var (
-	portsMu    sync.Mutex
-	portsGiven = map[int]bool{}
-)
 
 // Client connects to the given members (over TLS when tlsConfig is set) and waits until they serve a
 // linearizable read, which needs a leader; the client is closed when the test ends.

@@ -299,6 +299,14 @@ func (d *driver) members(ctx context.Context) []string {
 	return out
 }
 
+// expectMembers fails the test unless etcd's members are want after what, crashed after k calls.
+func (d *driver) expectMembers(ctx context.Context, what string, k int, want []string) {
+	d.t.Helper()
+	if got := d.members(ctx); !slices.Equal(got, want) {
+		d.t.Fatalf("%s, crash after %d calls: members %v, want %v (steps %v)", what, k, got, want, d.state.steps)
+	}
+}
+
 // newCluster bootstraps n members through the planner and waits until they are healthy voters.
 func newCluster(t testing.TB, n int) (*driver, func()) {
 	t.Helper()

@@ -14,9 +14,11 @@ import (
 )
 
 // These scenarios run the planner against real etcd servers (local processes from the etcd binary the
-// project builds). Durations are logged with -v; `make bench` reports them as figures.
+// project builds). Each has a cluster of its own, so they run in parallel. Durations are logged with -v;
+// `make bench` reports them as figures.
 
 func TestScaleUpAddsLearnersAndPromotes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, stop := newCluster(t, 3)
 	defer stop()
@@ -37,6 +39,7 @@ func TestScaleUpAddsLearnersAndPromotes(t *testing.T) {
 }
 
 func TestScaleDownMovesLeadershipAndRemovesHighestFirst(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, stop := newCluster(t, 5)
 	defer stop()
@@ -83,6 +86,7 @@ func TestScaleDownMovesLeadershipAndRemovesHighestFirst(t *testing.T) {
 }
 
 func TestRefusesToBreakQuorum(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, stop := newCluster(t, 3)
 	defer stop()
@@ -101,6 +105,7 @@ func TestRefusesToBreakQuorum(t *testing.T) {
 }
 
 func TestHealsMemberWhoseDataWasWiped(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, stop := newCluster(t, 3)
 	defer stop()
@@ -141,6 +146,7 @@ func (d *driver) memberIDAt(ctx context.Context, i int) uint64 {
 // A member's claim is deleted (with its pod): the member is removed at once, long before HealAfter,
 // and re-added with an empty volume once the old claim is gone.
 func TestHealsMemberWhoseClaimIsDeletedWithoutWaiting(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, stop := newCluster(t, 3)
 	defer stop()
@@ -185,6 +191,7 @@ func TestHealsMemberWhoseClaimIsDeletedWithoutWaiting(t *testing.T) {
 // The operator missed the claim's deletion: the member's pod is back on a new, empty claim created after
 // the member was seen unhealthy, and etcd refuses the member. It is replaced at once, not after HealAfter.
 func TestHealsMemberOnNewEmptyClaimWithoutWaiting(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, stop := newCluster(t, 3)
 	defer stop()
@@ -214,6 +221,7 @@ func TestHealsMemberOnNewEmptyClaimWithoutWaiting(t *testing.T) {
 }
 
 func TestUnknownMemberIsReportedNotRemoved(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, stop := newCluster(t, 3)
 	defer stop()
@@ -246,6 +254,7 @@ func TestUnknownMemberIsReportedNotRemoved(t *testing.T) {
 }
 
 func TestRollingRestartFollowersFirstLeaderLast(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, stop := newCluster(t, 3)
 	defer stop()
@@ -279,29 +288,34 @@ func TestRollingRestartFollowersFirstLeaderLast(t *testing.T) {
 // TestCrashBetweenEveryStep kills the operator before each mutating call of a scale-up, scale-down,
 // rolling restart and heal, then lets a fresh operator converge: no orphan learners, no double adds, no
 // wrong removals.
-func TestCrashBetweenEveryStep(t *testing.T) {
+// The crash tests stop the driver after its k-th etcd call at every step of a change, then check that a
+// restarted driver converges to the same members from whatever it finds.
+
+func TestCrashBetweenScaleSteps(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, stop := newCluster(t, 3)
 	defer stop()
-	check := func(what string, k int, want []string) {
-		t.Helper()
-		if got := d.members(ctx); !slices.Equal(got, want) {
-			t.Fatalf("%s, crash after %d calls: members %v, want %v (steps %v)", what, k, got, want, d.state.steps)
-		}
-	}
 	for k := 1; k <= 4; k++ {
 		d.state.steps = nil
 		d.restart(5, k).converge(ctx, 90*time.Second)
 		d = d.restart(5, 0)
 		d.converge(ctx, 90*time.Second)
-		check("scale-up", k, []string{"0", "1", "2", "3", "4"})
+		d.expectMembers(ctx, "scale-up", k, []string{"0", "1", "2", "3", "4"})
 
 		d.state.steps = nil
 		d.restart(3, k%3+1).converge(ctx, 90*time.Second)
 		d = d.restart(3, 0)
 		d.converge(ctx, 90*time.Second)
-		check("scale-down", k, []string{"0", "1", "2"})
+		d.expectMembers(ctx, "scale-down", k, []string{"0", "1", "2"})
 	}
+}
+
+func TestCrashBetweenHealSteps(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, stop := newCluster(t, 3)
+	defer stop()
 	for k := 1; k <= 5; k++ {
 		d.state.steps = nil
 		d.c.Stop(1)
@@ -313,8 +327,15 @@ func TestCrashBetweenEveryStep(t *testing.T) {
 		d.restart(3, k).converge(ctx, 60*time.Second)
 		d = d.restart(3, 0)
 		d.converge(ctx, 120*time.Second)
-		check("heal", k, []string{"0", "1", "2"})
+		d.expectMembers(ctx, "heal", k, []string{"0", "1", "2"})
 	}
+}
+
+func TestCrashBetweenRollingRestartSteps(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, stop := newCluster(t, 3)
+	defer stop()
 	next := filepath.Join(d.c.Dir, "etcd-next")
 	copyFile(t, d.c.Bin, next)
 	d.c.Bin = next
@@ -323,7 +344,7 @@ func TestCrashBetweenEveryStep(t *testing.T) {
 	}
 	d = d.restart(3, 0)
 	d.converge(ctx, 120*time.Second)
-	check("rolling restart", 2, []string{"0", "1", "2"})
+	d.expectMembers(ctx, "rolling restart", 2, []string{"0", "1", "2"})
 }
 
 func ordinalOfID(o membership.Observed, id uint64) int {

@@ -19,8 +19,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"time"
+
+	"github.com/seedops/etcd-operator/internal/testproc"
 )
 
 // Server is a running MinIO process with one set of root credentials.
@@ -28,8 +29,7 @@ type Server struct {
 	Endpoint  string
 	AccessKey string
 	SecretKey string
-	cmd       *exec.Cmd
-	done      chan struct{}
+	proc      *testproc.Process
 	log       string
 }
 
@@ -66,10 +66,7 @@ type tlsSetup struct {
 }
 
 func start(ctx context.Context, bin, dir string, tlsCfg *tlsSetup) (*Server, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
+	port := testproc.Port()
 	scheme := "http"
 	if tlsCfg != nil {
 		scheme = "https"
@@ -78,14 +75,9 @@ func start(ctx context.Context, bin, dir string, tlsCfg *tlsSetup) (*Server, err
 		Endpoint:  fmt.Sprintf("%s://127.0.0.1:%d", scheme, port),
 		AccessKey: "etcd-operator-test",
 		SecretKey: "etcd-operator-test-secret",
-		done:      make(chan struct{}),
 		log:       filepath.Join(dir, "minio.log"),
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o700); err != nil {
-		return nil, err
-	}
-	logf, err := os.Create(s.log)
-	if err != nil {
 		return nil, err
 	}
 	args := []string{"server", filepath.Join(dir, "data"), "--address", fmt.Sprintf("127.0.0.1:%d", port),
@@ -95,21 +87,18 @@ func start(ctx context.Context, bin, dir string, tlsCfg *tlsSetup) (*Server, err
 		args = append(args, "--certs-dir", tlsCfg.certsDir)
 		httpClient = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: tlsCfg.pool, MinVersion: tls.VersionTLS12}}}
 	}
-	s.cmd = exec.Command(bin, args...)
-	s.cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+s.AccessKey, "MINIO_ROOT_PASSWORD="+s.SecretKey,
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+s.AccessKey, "MINIO_ROOT_PASSWORD="+s.SecretKey,
 		"MINIO_BROWSER=off", "MINIO_UPDATE=off", "HOME="+dir)
-	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := s.cmd.Start(); err != nil {
-		_ = logf.Close()
+	var err error
+	if s.proc, err = testproc.Start(cmd, s.log); err != nil {
 		return nil, err
 	}
-	go func() { _ = s.cmd.Wait(); _ = logf.Close(); close(s.done) }()
 	// MinIO's liveness endpoint answers once the server serves requests.
 	ready := s.Endpoint + "/minio/health/ready"
 	for {
 		select {
-		case <-s.done:
+		case <-s.proc.Done():
 			b, _ := os.ReadFile(s.log)
 			return nil, fmt.Errorf("minio exited: %s", b)
 		case <-ctx.Done():
@@ -127,15 +116,7 @@ func start(ctx context.Context, bin, dir string, tlsCfg *tlsSetup) (*Server, err
 }
 
 // Stop terminates the server and waits for it.
-func (s *Server) Stop() {
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	}
-}
+func (s *Server) Stop() { s.proc.Stop() }
 
 // writeCertificates writes a CA and a server certificate for 127.0.0.1 in MinIO's layout (public.crt,
 // private.key) and returns the CA's PEM.
@@ -184,13 +165,4 @@ func writeCertificates(dir string) ([]byte, *x509.CertPool, error) {
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
 	return caPEM, pool, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
