@@ -29,6 +29,8 @@ KUSTOMIZE_VERSION ?= v5.8.2
 GOLANGCI_LINT_VERSION ?= v2.15.0
 # MinIO, the S3-compatible server the object-store backup tests run against (it has no semver tags).
 MINIO_VERSION ?= v0.0.0-20260212201848-7aac2a2c5b7c
+# The ginkgo CLI (it runs the node suites' specs in parallel processes) matches the Ginkgo library of go.mod.
+GINKGO_VERSION := $(shell awk '$$1=="github.com/onsi/ginkgo/v2" {print $$2}' go.mod)
 # Kubernetes and etcd versions come from the wrapper modules under hack/tools (one place to change them).
 K8S_VERSION := $(shell awk '$$1=="require" && $$2=="k8s.io/kubernetes" {print $$3}' hack/tools/kubernetes/go.mod)
 ETCD_VERSION := $(shell awk '$$1=="go.etcd.io/etcd/server/v3" {print $$2}' hack/tools/etcd/go.mod)
@@ -37,6 +39,7 @@ CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 MINIO ?= $(LOCALBIN)/minio-$(MINIO_VERSION)
+GINKGO ?= $(LOCALBIN)/ginkgo-$(GINKGO_VERSION)
 KUBE_BIN := $(LOCALBIN)/k8s/$(K8S_VERSION)
 ETCD_BIN := $(LOCALBIN)/etcd/$(ETCD_VERSION)
 KUBECTL ?= $(KUBE_BIN)/kubectl
@@ -166,6 +169,11 @@ $(CONTROLLER_GEN): | $(LOCALBIN)
 golangci-lint: $(GOLANGCI_LINT)
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
+
+.PHONY: ginkgo
+ginkgo: $(GINKGO)
+$(GINKGO): | $(LOCALBIN)
+	$(call go-install-tool,$(GINKGO),github.com/onsi/ginkgo/v2/ginkgo,$(GINKGO_VERSION))
 
 .PHONY: kustomize
 kustomize: $(KUSTOMIZE)

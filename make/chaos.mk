@@ -10,10 +10,9 @@ CHAOS_SEED ?=
 ##@ Test
 
 .PHONY: test-chaos
-test-chaos: cluster-up ## Chaos e2e on the local node for CHAOS_DURATION (default 2m): prints availability and the longest unavailable window.
+test-chaos: cluster-up ginkgo ## Chaos e2e on the local node for CHAOS_DURATION (default 2m): prints availability and the longest unavailable window.
 	VERSION=$(VERSION) hack/node/images.sh
 	KUBECONFIG=$(NODE_KUBECONFIG) $(MAKE) deploy IMG=$$(cat $(NODE_DIR)/operator-image)
 	KUBECONFIG=$(NODE_KUBECONFIG) KUBECTL=$(KUBECTL) E2E_OPERATOR_IMAGE=$$(cat $(NODE_DIR)/operator-image) \
 		CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_SEED=$(CHAOS_SEED) \
-		go test -tags e2e ./tests/e2e/... -count=1 -timeout 90m -v \
-		-ginkgo.v -ginkgo.label-filter='chaos' $(E2E_ARGS)
+		$(GINKGO) run --tags e2e --timeout 90m -v --label-filter='chaos' $(E2E_ARGS) ./tests/e2e

@@ -31,7 +31,7 @@ import (
 //
 // It carries the label "chaos" and is not part of `make test-e2e`: `make test-chaos CHAOS_DURATION=2m`
 // runs it (CHAOS_SEED replays a schedule). It needs to run as root on the node (nsenter, iptables).
-var _ = Describe("Chaos", Label("chaos"), func() {
+var _ = Describe("Chaos", Label("chaos"), Serial, func() {
 	It("keeps every acknowledged write and quorum while members, the operator and a member's network fail", func() {
 		duration := 2 * time.Minute
 		if v := os.Getenv("CHAOS_DURATION"); v != "" {

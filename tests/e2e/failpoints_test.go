@@ -12,7 +12,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,20 +37,13 @@ var (
 
 const (
 	failpointStateDir = "/var/run/failpoints"
-	// leaderElectionID is the operator's leader lease (cmd/main.go).
-	leaderElectionID = "etcd-operator.etcd.seedops.io"
 )
 
-var _ = Describe("Operator crashes at failpoints", Label("failpoints", "membership"), func() {
+var _ = Describe("Operator crashes at failpoints", Label("failpoints", "membership"), Serial, func() {
 	It("converges after a crash right after each step of scale, upgrade, heal and certificate renewal", func() {
 		Expect(failpointImage).NotTo(BeEmpty(), "E2E_FAILPOINT_IMAGE: the failpoint build of the operator image (make test-e2e builds it)")
 		Expect(kubeletRoot).NotTo(BeEmpty(), "E2E_KUBELET_ROOT: the node's kubelet root directory, to read the crash counts")
-		original := &appsv1.Deployment{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: operatorDeployment}, original)).To(Succeed())
-		DeferCleanup(func() {
-			By("rolling the operator back to the release build")
-			rollOperator(func(d *appsv1.Deployment) { d.Spec.Template = original.Spec.Template }, "")
-		})
+		rollOperatorBackAtCleanup()
 
 		ns := fw.NewNamespace("failpoints")
 		c := fw.NewCluster(ns, "fp", etcdUpgradeFrom, 3)
@@ -185,48 +177,6 @@ func armOperator(phase string, armed map[string]int) *corev1.Pod {
 			m.VolumeMounts = append(m.VolumeMounts, corev1.VolumeMount{Name: "failpoints", MountPath: failpointStateDir})
 		}
 	}, phase)
-}
-
-// rollOperator changes the operator Deployment's pod template, waits for the rollout and returns the one
-// operator pod of the new template.
-func rollOperator(change func(*appsv1.Deployment), phase string) *corev1.Pod {
-	Eventually(func() error {
-		d := &appsv1.Deployment{}
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: operatorDeployment}, d); err != nil {
-			return err
-		}
-		change(d)
-		return k8s.Update(ctx, d)
-	}).WithTimeout(time.Minute).Should(Succeed())
-	var pod *corev1.Pod
-	EventuallyWithOffset(1, func(g Gomega) {
-		d := &appsv1.Deployment{}
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: operatorDeployment}, d)).To(Succeed())
-		g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation))
-		g.Expect(d.Status.UpdatedReplicas).To(Equal(*d.Spec.Replicas))
-		g.Expect(d.Status.AvailableReplicas).To(Equal(*d.Spec.Replicas))
-		g.Expect(d.Status.Replicas).To(Equal(*d.Spec.Replicas), "old operator pods still running")
-		pods := &corev1.PodList{}
-		g.Expect(k8s.List(ctx, pods, client.InNamespace(operatorNamespace),
-			client.MatchingLabels{"control-plane": "controller-manager"})).To(Succeed())
-		var current []corev1.Pod
-		for _, p := range pods.Items {
-			if p.DeletionTimestamp == nil && envOf(&p.Spec.Containers[0], "E2E_FAILPOINT_PHASE") == phase {
-				current = append(current, p)
-			}
-		}
-		g.Expect(current).To(HaveLen(1), "pods of the new template")
-		g.Expect(len(pods.Items)).To(Equal(1), "terminating operator pods")
-		pod = &current[0]
-	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
-	// Ready is not leading: the change comes once the new pod holds the leader lease.
-	EventuallyWithOffset(1, func(g Gomega) {
-		lease := &coordinationv1.Lease{}
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: leaderElectionID}, lease)).To(Succeed())
-		g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
-		g.Expect(*lease.Spec.HolderIdentity).To(HavePrefix(pod.Name+"_"), "leader")
-	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
-	return pod
 }
 
 // expectCrashes checks that each armed failpoint fired exactly as often as armed in pod (counted in its

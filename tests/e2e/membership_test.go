@@ -125,7 +125,7 @@ var _ = Describe("Membership changes", Label("membership"), func() {
 		w.StopAndVerify(c)
 	})
 
-	It("converges when the operator pod is killed in the middle of a scale-up", func() {
+	It("converges when the operator pod is killed in the middle of a scale-up", Serial, func() {
 		ns := fw.NewNamespace("failover")
 		c := fw.NewCluster(ns, "failover", etcdVersion, 3)
 		Expect(k8s.Create(ctx, c)).To(Succeed())

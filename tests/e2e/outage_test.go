@@ -26,20 +26,10 @@ import (
 // back one by one; a cluster deleted and recreated from a backup while the old claims are still there; a
 // learner left unpromoted while clients go through the client Service.
 var _ = Describe("Safety under outages, restores over old volumes and unpromoted learners", Label("safety"), func() {
-	It("replaces no member after every member was down for longer than --heal-after, as they come back one by one", func() {
+	It("replaces no member after every member was down for longer than --heal-after, as they come back one by one", Serial, func() {
 		const healAfter = 30 * time.Second
-		original := &appsv1.Deployment{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: operatorDeployment}, original)).To(Succeed())
-		DeferCleanup(func() {
-			By("rolling the operator back to its original arguments")
-			rollOperator(func(d *appsv1.Deployment) { d.Spec.Template = original.Spec.Template }, "")
-		})
-		By("restarting the operator with --heal-after=" + healAfter.String())
-		rollOperator(func(d *appsv1.Deployment) {
-			m := &d.Spec.Template.Spec.Containers[0]
-			m.Args = slices.DeleteFunc(slices.Clone(m.Args), func(a string) bool { return strings.HasPrefix(a, "--heal-after") })
-			m.Args = append(m.Args, "--heal-after="+healAfter.String())
-		}, "")
+		rollOperatorBackAtCleanup()
+		restartOperatorWithFlag("heal-after", healAfter.String())
 
 		_, c, w, s, before := startSafetyScenario("outage")
 		putGet(c, "/e2e/before-outage", "kept")
@@ -200,14 +190,9 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 		w.StopAndVerify(third)
 	})
 
-	It("keeps a started learner out of the client Service and the disruption budget while it is not promoted", func() {
+	It("keeps a started learner out of the client Service and the disruption budget while it is not promoted", Serial, func() {
 		Expect(failpointImage).NotTo(BeEmpty(), "E2E_FAILPOINT_IMAGE: the failpoint build of the operator image (make test-e2e builds it)")
-		original := &appsv1.Deployment{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: operatorDeployment}, original)).To(Succeed())
-		DeferCleanup(func() {
-			By("rolling the operator back to the release build")
-			rollOperator(func(d *appsv1.Deployment) { d.Spec.Template = original.Spec.Template }, "")
-		})
+		rollOperatorBackAtCleanup()
 
 		ns, c, w, s, _ := startSafetyScenario("learner")
 		putGet(c, "/e2e/through-the-service", "voters-only")

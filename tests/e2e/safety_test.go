@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -172,29 +171,16 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 		s.verify()
 	})
 
-	It("changes no member when the operator restarts with another cluster domain", func() {
+	It("changes no member when the operator restarts with another cluster domain", Serial, func() {
 		ns, c, w, s, before := startSafetyScenario("domain")
 		ids := before.ids
 		claims := before.claims
 		pods := before.pods
 
-		original := &appsv1.Deployment{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: operatorDeployment}, original)).To(Succeed())
-		restored := false
-		DeferCleanup(func() {
-			if !restored {
-				By("rolling the operator back to its original arguments")
-				rollOperator(func(d *appsv1.Deployment) { d.Spec.Template = original.Spec.Template }, "")
-			}
-		})
+		rollBack := rollOperatorBackAtCleanup()
 
 		start := time.Now()
-		By("restarting the operator with --cluster-domain=other.example")
-		rollOperator(func(d *appsv1.Deployment) {
-			m := &d.Spec.Template.Spec.Containers[0]
-			m.Args = slices.DeleteFunc(slices.Clone(m.Args), func(a string) bool { return strings.HasPrefix(a, "--cluster-domain") })
-			m.Args = append(m.Args, "--cluster-domain=other.example")
-		}, "")
+		restartOperatorWithFlag("cluster-domain", "other.example")
 		framework.ReportDuration("operator restarted with another cluster domain", time.Since(start))
 		Consistently(func(g Gomega) {
 			expectSameMembers(g, c, ids, "")
@@ -205,10 +191,8 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 		logCertificateNames(c)
 		logOperator(ns)
 
-		By("restoring the operator's original arguments")
 		start = time.Now()
-		rollOperator(func(d *appsv1.Deployment) { d.Spec.Template = original.Spec.Template }, "")
-		restored = true
+		rollBack()
 		fw.WaitAvailable(c, 5*time.Minute)
 		expectVotingMembers(c, memberNames(c, 3), 2*time.Minute)
 		expectAgreement(c, 3)
