@@ -30,6 +30,7 @@ import (
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	"github.com/seedops/etcd-operator/internal/etcd"
+	"github.com/seedops/etcd-operator/internal/maintenance"
 	"github.com/seedops/etcd-operator/internal/membership"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
@@ -104,6 +105,8 @@ type reconcileScope struct {
 	cluster  *etcdv1alpha1.EtcdCluster
 	obs      observation
 	decision membership.Decision
+	// space is the next step of NOSPACE recovery (internal/maintenance).
+	space maintenance.SpaceStep
 	// applied collects the changed objects for the reconcile's one Applied event (apply.go).
 	applied *appliedObjects
 }
@@ -111,9 +114,11 @@ type reconcileScope struct {
 // Reconcile moves one EtcdCluster towards its spec:
 //  1. read the cluster; gone means nothing to do (owner references clean up);
 //  2. observe the member pods, their volumes and etcd itself;
-//  3. plan the next safe membership step (pure: see internal/membership);
+//  3. plan the next safe membership step (pure: see internal/membership) and the next step of NOSPACE
+//     recovery (pure: see internal/maintenance);
 //  4. unless paused, apply configuration, Services, StatefulSet, PodDisruptionBudget and backup CronJob,
-//     then take the planned step (at most one etcd or pod/volume mutation);
+//     then take the planned step (at most one etcd or pod/volume mutation), and a step of NOSPACE recovery
+//     when no membership step was due;
 //  5. write status once, in a deferred patch, only if it changed.
 func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	log := logf.FromContext(ctx)
@@ -144,12 +149,13 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		cluster:  cluster,
 		obs:      obs,
 		decision: membership.Plan(obs.planInput(cluster, r.now(), r.healAfter())),
+		space:    maintenance.PlanSpace(obs.spaceInput(cluster)),
 		applied:  &appliedObjects{},
 	}
 
 	// 5. (deferred) Report, whatever happened in step 4.
 	defer func() {
-		cluster.Status = computeStatus(cluster, s.obs, s.decision, s.applied.names, retErr, r.now())
+		cluster.Status = computeStatus(cluster, s.obs, s.decision, s.space, s.applied.names, retErr, r.now())
 		s.applied.record(r.Recorder, cluster)
 		if retErr != nil {
 			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, ReasonReconcileFailed, "Reconcile", "%v", retErr)
@@ -185,6 +191,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.reconcileBackupPVC,
 		r.recordVolumes,
 		r.takeStep,
+		r.reconcileSpace,
 		r.reconcileAuth,
 	} {
 		if err := phase(ctx, s); err != nil {
@@ -203,7 +210,8 @@ func (r *EtcdClusterReconciler) requeueAfter(c *etcdv1alpha1.EtcdCluster, obs ob
 	case c.Spec.Paused:
 		return 0
 	case len(obs.pods) == 0:
-	case d.InProgress():
+	case d.InProgress(), obs.hasAlarm(etcd.AlarmNoSpace):
+		// NOSPACE recovery, like a membership change, is one step per reconcile.
 		after = r.stepInterval()
 	default:
 		after = r.healthInterval()

@@ -15,13 +15,18 @@ import (
 
 // appliedEvents lists the Applied events regarding cluster c.
 func appliedEvents(ctx context.Context, c *etcdv1alpha1.EtcdCluster) ([]eventsv1.Event, error) {
+	return eventsWithReason(ctx, c, ReasonApplied)
+}
+
+// eventsWithReason lists the events of the given reason regarding cluster c.
+func eventsWithReason(ctx context.Context, c *etcdv1alpha1.EtcdCluster, reason string) ([]eventsv1.Event, error) {
 	list := &eventsv1.EventList{}
 	if err := k8sClient.List(ctx, list, client.InNamespace(c.Namespace)); err != nil {
 		return nil, err
 	}
 	var out []eventsv1.Event
 	for _, e := range list.Items {
-		if e.Regarding.UID == c.UID && e.Reason == ReasonApplied {
+		if e.Regarding.UID == c.UID && e.Reason == reason {
 			out = append(out, e)
 		}
 	}

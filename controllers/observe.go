@@ -65,6 +65,8 @@ type observation struct {
 	backups []backupRun
 	// authEnabled is whether etcd authentication is on (nil: not known).
 	authEnabled *bool
+	// alarms are etcd's active alarms (nil when etcd could not list them).
+	alarms []etcd.Alarm
 	// tls is the cluster's CA and certificates; tlsStatus what status reports of them.
 	tls       tlsObservation
 	tlsStatus *etcdv1alpha1.TLSStatus
@@ -244,6 +246,9 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, c *etcdv1alpha1
 	if on, err := cli.AuthEnabled(ctx); err == nil {
 		obs.authEnabled = &on
 	}
+	if alarms, err := cli.Alarms(ctx); err == nil {
+		obs.alarms = alarms
+	}
 	obs.statuses, obs.ordinals, obs.healthy = map[uint64]etcd.EndpointStatus{}, map[uint64]int{}, map[uint64]bool{}
 	// Members are asked at once, not one after the other: members that do not answer each cost the call's
 	// timeout, and in turn they would delay the report of an outage by that much per member.
@@ -276,9 +281,9 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, c *etcdv1alpha1
 		}
 		st := answers[i].status
 		obs.statuses[m.ID] = st
-		// A voter is healthy when it answers without alarms and its pod passes readiness (which needs
-		// quorum); a learner cannot pass readiness, so answering is enough.
-		obs.healthy[m.ID] = len(st.Errors) == 0 && (m.IsLearner || (pod != nil && podReady(pod)))
+		// A voter is healthy when it answers without errors (but NOSPACE, the cluster's) and its pod
+		// passes readiness (which needs quorum); a learner cannot pass readiness, so answering is enough.
+		obs.healthy[m.ID] = len(healthErrors(st.Errors)) == 0 && (m.IsLearner || (pod != nil && podReady(pod)))
 	}
 	return nil
 }

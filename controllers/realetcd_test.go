@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -17,11 +18,13 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -328,6 +331,9 @@ func etcdMembers(ctx context.Context, procs *etcdtest.Cluster, tlsConfig *tls.Co
 	return out
 }
 
+// spaceQuota is the real-etcd members' space quota.
+const spaceQuota = 16 << 20
+
 var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 	var (
 		ctx         context.Context
@@ -349,6 +355,8 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		c.Name = "real"
 		c.Spec.BackupSchedule = ""
 		procs = etcdtest.New(c.Name, dir, bin)
+		// A small space quota, so that a spec can fill it (the configuration's quota follows storageSize).
+		procs.Env = map[string]string{"ETCD_QUOTA_BACKEND_BYTES": strconv.Itoa(spaceQuota)}
 		// TLS is on by default: the members serve the certificates the operator issues.
 		tlsDir := filepath.Join(dir, "tls")
 		procs.TLS = &etcdtest.TLSFiles{CA: tlsDir + "/ca.crt", ServerCert: tlsDir + "/server.crt",
@@ -690,6 +698,51 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		for _, name := range failpoint.All {
 			Expect(fired[name]).To(BeNumerically(">=", 1), "failpoint %s never fired", name)
 		}
+	})
+
+	It("recovers a database that reached its space quota without a human, restarting no member", func() {
+		pids := []int{procs.PID(0), procs.PID(1), procs.PID(2)}
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{procs.ClientURL(0), procs.ClientURL(1), procs.ClientURL(2)},
+			TLS: kubelet.tlsConfig(), DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(cli.Close)
+		put := func(value string) error {
+			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			_, err := cli.Put(pctx, "/space/overwritten", value)
+			return err
+		}
+		By("overwriting one key with 256 KiB values until etcd raises NOSPACE")
+		big := strings.Repeat("x", 256<<10)
+		for i := 0; ; i++ {
+			Expect(i).To(BeNumerically("<", 10*spaceQuota/len(big)), "etcd never raised NOSPACE")
+			err := put(big)
+			if errors.Is(err, rpctypes.ErrNoSpace) {
+				break
+			}
+			Expect(err).NotTo(HaveOccurred())
+		}
+		start := time.Now()
+		By("waiting for the operator to compact, defragment and disarm")
+		Eventually(func() error { return put("writable again") }, 60*time.Second, 250*time.Millisecond).Should(Succeed())
+		GinkgoWriter.Printf("NOSPACE to writable: %s\n", time.Since(start))
+		Eventually(func(g Gomega) {
+			g.Expect(get(ctx, c)).To(Succeed())
+			g.Expect(c.Status.Alarms).To(BeEmpty())
+			g.Expect(c.Status.CompactedRevision).To(BeNumerically(">", 0))
+			g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1alpha1.ConditionDegraded)).To(BeFalse())
+			for _, m := range c.Status.Members {
+				g.Expect(m.DBSizeBytes).To(BeNumerically("<", spaceQuota/2), m.Name)
+				g.Expect(m.DBSizeInUseBytes).To(BeNumerically(">", 0), m.Name)
+			}
+		}, 30*time.Second, 250*time.Millisecond).Should(Succeed())
+		Expect([]int{procs.PID(0), procs.PID(1), procs.PID(2)}).To(Equal(pids), "no member restarted")
+		for reason, n := range map[string]int{ReasonCompacted: 1, ReasonDefragmented: 3, ReasonAlarmDisarmed: 1, ReasonNoSpace: 1} {
+			events, err := eventsWithReason(ctx, c, reason)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(len(events)).To(BeNumerically(">=", n), "%s events", reason)
+		}
+		Eventually(running(3), 30*time.Second, 250*time.Millisecond).Should(Succeed())
 	})
 
 	It("kept etcd's member list and the StatefulSet in agreement at every observed step", func() {

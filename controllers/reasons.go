@@ -30,6 +30,10 @@ const (
 	// ReasonMemberCannotStart: a member pod cannot run etcd (its image, a crash loop).
 	ReasonMemberCannotStart = "MemberCannotStart"
 	ReasonReconcileFailed   = "ReconcileFailed"
+	// ReasonNoSpace: the database reached its space quota and etcd refuses writes; the operator recovers.
+	ReasonNoSpace = "NoSpace"
+	// ReasonDataCorrupt: etcd's CORRUPT alarm; reported only.
+	ReasonDataCorrupt = "DataCorrupt"
 
 	// Managed objects and membership steps (events).
 	ReasonApplied              = "Applied"
@@ -37,6 +41,11 @@ const (
 	ReasonStorageResized       = "StorageResized"
 	ReasonStatefulSetRecreated = "StatefulSetRecreated"
 	ReasonMemberChange         = "MemberChange"
+
+	// NOSPACE recovery steps (events).
+	ReasonCompacted     = "Compacted"
+	ReasonDefragmented  = "Defragmented"
+	ReasonAlarmDisarmed = "AlarmDisarmed"
 
 	// TLS and authentication.
 	ReasonTLSDefaulted       = "TLSDefaulted"

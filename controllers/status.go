@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/etcd"
+	"github.com/seedops/etcd-operator/internal/maintenance"
 	"github.com/seedops/etcd-operator/internal/membership"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
@@ -31,7 +33,7 @@ func memberStatuses(c *etcdv1alpha1.EtcdCluster, obs observation, now time.Time)
 				ms.ClientURL = m.ClientURLs[0]
 			}
 			if st, ok := obs.statuses[m.ID]; ok {
-				ms.Leader, ms.Version, ms.DBSizeBytes = st.Leader == m.ID, st.Version, st.DBSize
+				ms.Leader, ms.Version, ms.DBSizeBytes, ms.DBSizeInUseBytes = st.Leader == m.ID, st.Version, st.DBSize, st.DBSizeInUse
 			}
 			// The claim holding the member's data: kept once recorded (a member's data never moves to
 			// another claim), else the claim recorded to hold it once the member is healthy.
@@ -65,7 +67,7 @@ func memberStatuses(c *etcdv1alpha1.EtcdCluster, obs observation, now time.Time)
 // and phase rules are covered by a table test (status_test.go).
 // applied names the objects this reconcile changed: until their effect is observed, the cluster is still
 // progressing, whatever the plan made of the state before.
-func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.Decision, applied []string, reconcileErr error, now time.Time) etcdv1alpha1.EtcdClusterStatus {
+func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.Decision, space maintenance.SpaceStep, applied []string, reconcileErr error, now time.Time) etcdv1alpha1.EtcdClusterStatus {
 	s := *c.Status.DeepCopy()
 	s.ObservedGeneration = c.Generation
 	s.Replicas = int32(len(obs.pods))
@@ -77,7 +79,11 @@ func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.De
 	if obs.authEnabled != nil {
 		s.AuthEnabled = obs.authEnabled
 	}
+	if obs.reachable && obs.alarms != nil {
+		s.Alarms = alarmStrings(obs)
+	}
 	f := newStatusFacts(c, obs, d, applied, reconcileErr, s.Members)
+	f.space = space
 	if f.currentVersion != "" {
 		s.CurrentVersion = f.currentVersion
 	}
@@ -125,6 +131,8 @@ type statusFacts struct {
 	// currentVersion is the lowest version a member reports ("" while etcd cannot be asked).
 	currentVersion     string
 	unhealthy, unknown []string
+	// space is the NOSPACE recovery's next step.
+	space maintenance.SpaceStep
 }
 
 func newStatusFacts(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.Decision, applied []string, err error,
@@ -231,6 +239,13 @@ func degradedCondition(f statusFacts) conditionState {
 		return conditionState{metav1.ConditionTrue, ReasonReconcileFailed, f.err.Error()}
 	case f.d.Phase == membership.PhaseStalled:
 		return conditionState{metav1.ConditionTrue, ReasonMemberCannotStart, f.d.Message}
+	case obs.hasAlarm(etcd.AlarmCorrupt):
+		return conditionState{metav1.ConditionTrue, ReasonDataCorrupt, "etcd raised the CORRUPT alarm (" +
+			strings.Join(alarmStrings(obs), ", ") + "): a member's data differs from the others'. The operator does not " +
+			"disarm it: find the member whose hash differs (etcdctl endpoint hashkv --cluster), replace it, then disarm the alarm (etcdctl alarm disarm)"}
+	case f.space.Kind != maintenance.SpaceNone:
+		// Reads work and quorum holds, but etcd refuses every write: Available stays (it is about quorum).
+		return conditionState{metav1.ConditionTrue, ReasonNoSpace, f.space.Reason}
 	case f.formed && (len(f.unhealthy) > 0 || f.healthy < f.voters):
 		msg := fmt.Sprintf("%d of %d voting members healthy", f.healthy, f.voters)
 		if len(f.unhealthy) > 0 {

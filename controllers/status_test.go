@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	"github.com/seedops/etcd-operator/internal/etcd"
+	"github.com/seedops/etcd-operator/internal/maintenance"
 	"github.com/seedops/etcd-operator/internal/membership"
 )
 
@@ -85,7 +88,7 @@ func TestComputeStatus(t *testing.T) {
 			if tc.decision.Phase == "" {
 				tc.decision.Phase = membership.PhaseStable
 			}
-			s := computeStatus(c, tc.obs, tc.decision, nil, tc.err, now)
+			s := computeStatus(c, tc.obs, tc.decision, maintenance.SpaceStep{}, nil, tc.err, now)
 			cond := func(typ string) *metav1.Condition {
 				cd := meta.FindStatusCondition(s.Conditions, typ)
 				if cd == nil {
@@ -121,13 +124,13 @@ func TestComputeStatusProgressingFromTheFirstReconcileOfAChange(t *testing.T) {
 	stable := membership.Decision{Phase: membership.PhaseStable}
 
 	obs := statusObservation([]bool{true, true, true}, nil)
-	s := computeStatus(c, obs, stable, []string{"StatefulSet c"}, nil, now)
+	s := computeStatus(c, obs, stable, maintenance.SpaceStep{}, []string{"StatefulSet c"}, nil, now)
 	if got := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionProgressing); got.Status != metav1.ConditionTrue || got.Reason != ReasonApplying {
 		t.Errorf("the reconcile that applied the change: Progressing %s/%s (%s)", got.Status, got.Reason, got.Message)
 	}
 
 	// The next reconcile sees the pods on the old template: the roll's phase reports it.
-	s = computeStatus(c, obs, membership.Decision{Phase: membership.PhaseUpgrading, Message: "upgrading c-1 to 3.5.35 (1/3)"}, nil, nil, now)
+	s = computeStatus(c, obs, membership.Decision{Phase: membership.PhaseUpgrading, Message: "upgrading c-1 to 3.5.35 (1/3)"}, maintenance.SpaceStep{}, nil, nil, now)
 	if got := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionProgressing); got.Status != metav1.ConditionTrue || got.Reason != ReasonUpgrading {
 		t.Errorf("members still on the old template: Progressing %s/%s (%s)", got.Status, got.Reason, got.Message)
 	}
@@ -135,11 +138,57 @@ func TestComputeStatusProgressingFromTheFirstReconcileOfAChange(t *testing.T) {
 	for id := range obs.healthy {
 		obs.statuses[id] = etcd.EndpointStatus{Version: "3.5.35"}
 	}
-	s = computeStatus(c, obs, stable, nil, nil, now)
+	s = computeStatus(c, obs, stable, maintenance.SpaceStep{}, nil, nil, now)
 	if got := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionProgressing); got.Status != metav1.ConditionFalse || got.Reason != ReasonReconciled {
 		t.Errorf("converged: Progressing %s/%s (%s)", got.Status, got.Reason, got.Message)
 	}
 	if s.ObservedGeneration != 3 {
 		t.Errorf("observedGeneration %d", s.ObservedGeneration)
+	}
+}
+
+// TestStatusReportsAlarms: NOSPACE is Degraded with the recovery's step, quorum still Available; CORRUPT is
+// Degraded with what a human must do; both are listed by member name.
+func TestStatusReportsAlarms(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 2}}
+	c.Spec.Replicas = 3
+	stable := membership.Decision{Phase: membership.PhaseStable}
+
+	obs := statusObservation([]bool{true, true, true}, nil)
+	obs.alarms = []etcd.Alarm{{MemberID: 101, Type: etcd.AlarmNoSpace}}
+	step := maintenance.SpaceStep{Kind: maintenance.SpaceDefragment, Reason: "NOSPACE: defragmenting member c-1"}
+	s := computeStatus(c, obs, stable, step, nil, nil, now)
+	if !slices.Equal(s.Alarms, []string{"NOSPACE on c-1"}) {
+		t.Errorf("alarms %v", s.Alarms)
+	}
+	if !meta.IsStatusConditionTrue(s.Conditions, etcdv1alpha1.ConditionAvailable) {
+		t.Errorf("NOSPACE made the cluster unavailable: quorum holds and reads work")
+	}
+	if d := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionDegraded); d.Status != metav1.ConditionTrue ||
+		d.Reason != ReasonNoSpace || d.Message != step.Reason {
+		t.Errorf("Degraded %s/%s %q, want True/%s with the step", d.Status, d.Reason, d.Message, ReasonNoSpace)
+	}
+
+	obs.alarms = []etcd.Alarm{{MemberID: 102, Type: etcd.AlarmCorrupt}}
+	s = computeStatus(c, obs, stable, maintenance.SpaceStep{}, nil, nil, now)
+	if d := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionDegraded); d.Status != metav1.ConditionTrue ||
+		d.Reason != ReasonDataCorrupt || !strings.Contains(d.Message, "CORRUPT on c-2") || !strings.Contains(d.Message, "hashkv") {
+		t.Errorf("Degraded %s/%s %q, want True/%s naming the member and what to do", d.Status, d.Reason, d.Message, ReasonDataCorrupt)
+	}
+
+	obs.alarms = []etcd.Alarm{}
+	s = computeStatus(c, obs, stable, maintenance.SpaceStep{}, nil, nil, now)
+	if len(s.Alarms) != 0 || meta.IsStatusConditionTrue(s.Conditions, etcdv1alpha1.ConditionDegraded) {
+		t.Errorf("alarms %v, Degraded %v after the alarms were disarmed", s.Alarms, meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionDegraded))
+	}
+}
+
+func TestHealthIgnoresOnlyTheNoSpaceAlarm(t *testing.T) {
+	if got := healthErrors([]string{"memberID:1 alarm:NOSPACE "}); len(got) != 0 {
+		t.Errorf("NOSPACE counted against a member: %v", got)
+	}
+	if got := healthErrors([]string{"memberID:1 alarm:CORRUPT ", "etcdserver: no leader"}); len(got) != 2 {
+		t.Errorf("errors %v: CORRUPT and no leader must count", got)
 	}
 }

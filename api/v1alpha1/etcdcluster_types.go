@@ -418,9 +418,13 @@ type MemberStatus struct {
 	// Version etcd reports for this member.
 	// +optional
 	Version string `json:"version,omitempty"`
-	// DBSizeBytes is the size of the member's backend database.
+	// DBSizeBytes is the size of the member's backend database file.
 	// +optional
 	DBSizeBytes int64 `json:"dbSizeBytes,omitempty"`
+	// DBSizeInUseBytes is the part of the database file that holds data; the rest is free pages that only
+	// a defragmentation returns to the file system.
+	// +optional
+	DBSizeInUseBytes int64 `json:"dbSizeInUseBytes,omitempty"`
 	// UnhealthySince is when the member was first seen unhealthy; a member unhealthy for too long is
 	// replaced.
 	// +optional
@@ -493,6 +497,17 @@ type EtcdClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="TLS"
 	TLS *TLSStatus `json:"tls,omitempty"`
+	// Alarms are etcd's active alarms, as "<type> on <member>": NOSPACE (the database reached its space
+	// quota, etcd refuses writes; the operator compacts, defragments and disarms it) or CORRUPT (a member's
+	// data differs from the others'; reported only, for a human to decide).
+	// +optional
+	// +listType=atomic
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Alarms",xDescriptors={"urn:alm:descriptor:text"}
+	Alarms []string `json:"alarms,omitempty"`
+	// CompactedRevision is the revision the operator last compacted the key-value history at, recovering
+	// from NOSPACE (etcd's periodic auto-compaction is not recorded here).
+	// +optional
+	CompactedRevision int64 `json:"compactedRevision,omitempty"`
 	// Selector of the member pods, for the scale subresource.
 	// +optional
 	Selector string `json:"selector,omitempty"`

@@ -30,31 +30,12 @@ import (
 
 func startCluster(t testing.TB, name string, n int) *etcdtest.Cluster {
 	t.Helper()
-	bin, err := etcdtest.Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := etcdtest.New(name, filepath.Join(t.TempDir(), name), bin)
-	t.Cleanup(c.Close)
-	ords := make([]int, n)
-	for i := range ords {
-		ords[i] = i
-	}
-	for _, i := range ords {
-		if err := c.Start(i, c.InitialCluster(ords), "new"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return c
+	return etcdtest.StartStatic(t, name, n, nil)
 }
 
 func client(t testing.TB, c *etcdtest.Cluster, n int) *clientv3.Client {
 	t.Helper()
-	ords := make([]int, n)
-	for i := range ords {
-		ords[i] = i
-	}
-	return c.Client(t, nil, ords...)
+	return c.Client(t, nil, etcdtest.Ordinals(n)...)
 }
 
 func writeData(t *testing.T, cli *clientv3.Client, n int) (map[string]string, int64) {

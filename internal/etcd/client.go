@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -28,10 +29,15 @@ type Member struct {
 
 // EndpointStatus is what one member reports about itself.
 type EndpointStatus struct {
-	MemberID  uint64
-	Leader    uint64
-	Version   string
-	DBSize    int64
+	MemberID uint64
+	Leader   uint64
+	Version  string
+	DBSize   int64
+	// DBSizeInUse is the part of DBSize that holds data; the rest is free pages only a defragmentation
+	// returns to the file system.
+	DBSizeInUse int64
+	// Revision is the key-value store's revision as this member has applied it.
+	Revision  int64
 	RaftIndex uint64
 	IsLearner bool
 	Errors    []string
@@ -57,6 +63,17 @@ type Client interface {
 	EnableAuth(ctx context.Context, rootPassword string) error
 	// DisableAuth turns authentication off; users and roles are kept.
 	DisableAuth(ctx context.Context) error
+	// Alarms lists the cluster's active alarms.
+	Alarms(ctx context.Context) ([]Alarm, error)
+	// DisarmAlarm clears one alarm.
+	DisarmAlarm(ctx context.Context, a Alarm) error
+	// Compact discards every key revision older than rev, physically (it returns once the space is free
+	// for reuse). Compacting at or below the compacted revision is not an error.
+	Compact(ctx context.Context, rev int64) error
+	// Defragment rewrites the database file of the member serving endpoint, returning free pages to the
+	// file system. The member serves no request meanwhile, which takes long on a big database, so it has
+	// a timeout of its own.
+	Defragment(ctx context.Context, endpoint string) error
 	Close() error
 }
 
@@ -124,13 +141,15 @@ func (c *client) Status(ctx context.Context, endpoint string) (EndpointStatus, e
 		return EndpointStatus{}, fmt.Errorf("status of %s: %w", endpoint, err)
 	}
 	return EndpointStatus{
-		MemberID:  resp.Header.MemberId,
-		Leader:    resp.Leader,
-		Version:   resp.Version,
-		DBSize:    resp.DbSize,
-		RaftIndex: resp.RaftIndex,
-		IsLearner: resp.IsLearner,
-		Errors:    resp.Errors,
+		MemberID:    resp.Header.MemberId,
+		Leader:      resp.Leader,
+		Version:     resp.Version,
+		DBSize:      resp.DbSize,
+		DBSizeInUse: resp.DbSizeInUse,
+		Revision:    resp.Header.Revision,
+		RaftIndex:   resp.RaftIndex,
+		IsLearner:   resp.IsLearner,
+		Errors:      resp.Errors,
 	}, nil
 }
 
@@ -173,6 +192,70 @@ func (c *client) MoveLeader(ctx context.Context, to uint64) error {
 }
 
 func (c *client) Close() error { return c.c.Close() }
+
+// AlarmType is an etcd alarm: NOSPACE (the database reached its quota; writes are refused) or CORRUPT (a
+// member's data differs from the others').
+type AlarmType string
+
+const (
+	AlarmNoSpace AlarmType = "NOSPACE"
+	AlarmCorrupt AlarmType = "CORRUPT"
+)
+
+// Alarm is one active alarm, raised by one member.
+type Alarm struct {
+	MemberID uint64
+	Type     AlarmType
+}
+
+func (c *client) Alarms(ctx context.Context) ([]Alarm, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.c.AlarmList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list alarms: %w", err)
+	}
+	out := make([]Alarm, 0, len(resp.Alarms))
+	for _, a := range resp.Alarms {
+		out = append(out, Alarm{MemberID: a.MemberID, Type: AlarmType(a.Alarm.String())})
+	}
+	return out, nil
+}
+
+func (c *client) DisarmAlarm(ctx context.Context, a Alarm) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	t, ok := etcdserverpb.AlarmType_value[string(a.Type)]
+	if !ok {
+		return fmt.Errorf("disarm alarm: unknown type %q", a.Type)
+	}
+	if _, err := c.c.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: a.MemberID, Alarm: etcdserverpb.AlarmType(t)}); err != nil {
+		return fmt.Errorf("disarm %s alarm of member %x: %w", a.Type, a.MemberID, err)
+	}
+	return nil
+}
+
+func (c *client) Compact(ctx context.Context, rev int64) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	if _, err := c.c.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
+		return fmt.Errorf("compact at revision %d: %w", rev, err)
+	}
+	return nil
+}
+
+// defragmentTimeout bounds one member's defragmentation: etcd rewrites the whole file, roughly a second
+// per hundred MiB on ordinary disks, and the quota the operator sets is at most 8 GiB.
+const defragmentTimeout = 5 * time.Minute
+
+func (c *client) Defragment(ctx context.Context, endpoint string) error {
+	ctx, cancel := context.WithTimeout(ctx, defragmentTimeout)
+	defer cancel()
+	if _, err := c.c.Defragment(ctx, endpoint); err != nil {
+		return fmt.Errorf("defragment %s: %w", endpoint, err)
+	}
+	return nil
+}
 
 // ClientTLSConfig is the TLS configuration of a client authenticating with certPEM/keyPEM to members whose
 // certificates caPEM signed.

@@ -65,6 +65,35 @@ func (c *Cluster) scheme() string {
 	return "http"
 }
 
+// StartStatic starts a new cluster of n members bootstrapped from a static member list, with env as extra
+// configuration of every member, and stops it when the test ends.
+func StartStatic(t testing.TB, name string, n int, env map[string]string) *Cluster {
+	t.Helper()
+	bin, err := Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(name, filepath.Join(t.TempDir(), name), bin)
+	c.Env = env
+	t.Cleanup(c.Close)
+	ords := Ordinals(n)
+	for _, i := range ords {
+		if err := c.Start(i, c.InitialCluster(ords), "new"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+// Ordinals returns 0..n-1.
+func Ordinals(n int) []int {
+	ords := make([]int, n)
+	for i := range ords {
+		ords[i] = i
+	}
+	return ords
+}
+
 // New prepares an empty cluster; nothing runs until Start.
 func New(name, dir, bin string) *Cluster {
 	return &Cluster{Name: name, Dir: dir, Bin: bin, ports: map[int][2]int{}, procs: map[int]*testproc.Process{}}

@@ -45,6 +45,7 @@ func configData(c *etcdv1alpha1.EtcdCluster, mc MemberConfig) map[string]string 
 		"ETCD_INITIAL_CLUSTER_TOKEN":     c.Namespace + "/" + c.Name + "/" + string(c.UID),
 		"ETCD_AUTO_COMPACTION_MODE":      "periodic",
 		"ETCD_AUTO_COMPACTION_RETENTION": "1h",
+		"ETCD_QUOTA_BACKEND_BYTES":       strconv.FormatInt(QuotaBackendBytes(c), 10),
 	}
 	if TLSEnabled(c) {
 		maps.Copy(data, tlsConfigEnv(c))
@@ -71,4 +72,23 @@ func peerSkipSANEnv(version string) string {
 		}
 	}
 	return "ETCD_PEER_SKIP_CLIENT_SAN_VERIFICATION"
+}
+
+// Space quota bounds. etcd's own default is 2 GiB; its documentation suggests at most 8 GiB, beyond which
+// snapshots and defragmentation take too long for a healthy cluster.
+const (
+	EtcdDefaultQuotaBytes int64 = 2 << 30
+	maxQuotaBytes         int64 = 8 << 30
+	// quotaPercentOfVolume: a defragmentation writes a second copy of the database beside the first, and
+	// the volume also holds the write-ahead log (etcd keeps 5 files of 64 MiB) and the snapshot a member
+	// receives when it falls behind. Two copies of the quota at 40% each leave a fifth of the volume.
+	quotaPercentOfVolume = 40
+)
+
+// QuotaBackendBytes is the database space quota of c's members: 40% of storageSize, at most 8 GiB. Once a
+// member's database reaches it, etcd raises the NOSPACE alarm and refuses writes until the operator has
+// compacted, defragmented and disarmed (internal/maintenance). Members read it when they start: a member
+// that started before the operator set it runs with etcd's default until its next restart.
+func QuotaBackendBytes(c *etcdv1alpha1.EtcdCluster) int64 {
+	return min(maxQuotaBytes, c.Spec.StorageSize.Value()*quotaPercentOfVolume/100)
 }

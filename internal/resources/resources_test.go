@@ -269,3 +269,21 @@ func TestPeerAddressCheckOnlyOffWithOwnCA(t *testing.T) {
 		}
 	}
 }
+
+func TestQuotaBackendBytesLeavesRoomForDefragmentation(t *testing.T) {
+	for size, want := range map[string]int64{
+		"100Mi": 40 << 20,
+		"1Gi":   1 << 30 * 40 / 100,
+		"8Gi":   8 << 30 * 40 / 100,
+		"20Gi":  8 << 30, // etcd's suggested maximum
+		"1Pi":   8 << 30,
+	} {
+		c := &etcdv1alpha1.EtcdCluster{Spec: etcdv1alpha1.EtcdClusterSpec{StorageSize: resource.MustParse(size)}}
+		if got := QuotaBackendBytes(c); got != want {
+			t.Errorf("storageSize %s: quota %d, want %d", size, got, want)
+		}
+		if got := QuotaBackendBytes(c); 2*got > c.Spec.StorageSize.Value()*80/100 {
+			t.Errorf("storageSize %s: two copies of a %d quota leave less than a fifth of the volume", size, got)
+		}
+	}
+}
