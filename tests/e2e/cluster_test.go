@@ -19,7 +19,8 @@ import (
 	"github.com/seedops/etcd-operator/tests/framework"
 )
 
-// Scenarios 1, 2, 6 (deletion) and 7 of the e2e issue, on one 3-member cluster, in order.
+// Creation, reads and writes, the disruption budget, pod security, pod deletions and cluster deletion, on one
+// 3-member cluster, in order.
 var _ = Describe("A 3-member EtcdCluster", Ordered, func() {
 	var (
 		ns string

@@ -20,7 +20,7 @@ import (
 	"github.com/seedops/etcd-operator/tests/framework"
 )
 
-// Scenarios 3, 4, 5 and 6 (operator failover) of the e2e issue. They need the operator's membership logic
+// Scaling, upgrades, healing and operator failover. They need the operator's membership logic
 // (adding and removing etcd members, ordered restarts), so they carry the label "membership":
 // `make test-e2e E2E_LABEL_FILTER=membership` runs them.
 var _ = Describe("Membership changes", Label("membership"), func() {

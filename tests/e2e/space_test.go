@@ -1,0 +1,94 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/tests/framework"
+)
+
+var _ = Describe("Space", Label("space"), func() {
+	It("recovers a cluster whose database reached its quota without a human, restarting no member", func() {
+		ns := fw.NewNamespace("space")
+		c := fw.NewCluster(ns, "space", etcdVersion, 3)
+		// The quota follows the volume: 40% of 64Mi is a 25.6 MiB database.
+		c.Spec.StorageSize = resource.MustParse("64Mi")
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		fw.WaitAvailable(c, 5*time.Minute)
+		pods := podUIDs(c)
+		restarts := etcdRestarts(c)
+
+		cli := fw.ClusterClient(c)
+		DeferCleanup(cli.Close)
+		put := func(value string) error {
+			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			_, err := cli.Put(pctx, "/e2e/space/overwritten", value)
+			return err
+		}
+		By("overwriting one key with 512 KiB values until etcd raises NOSPACE")
+		big := strings.Repeat("x", 512<<10)
+		for i := 0; ; i++ {
+			Expect(i).To(BeNumerically("<", 500), "etcd never raised NOSPACE")
+			err := put(big)
+			if errors.Is(err, rpctypes.ErrNoSpace) {
+				break
+			}
+			Expect(err).NotTo(HaveOccurred())
+		}
+		start := time.Now()
+
+		By("waiting for writes to succeed again, with no one but the operator acting")
+		Eventually(func() error { return put("writable again") }).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		framework.ReportDuration("NOSPACE to writable", time.Since(start))
+		Eventually(func(g Gomega) {
+			cur := fw.GetCluster(c)
+			g.Expect(cur.Status.Alarms).To(BeEmpty())
+			g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1alpha1.ConditionDegraded)).To(BeFalse())
+			g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1alpha1.ConditionAvailable)).To(BeTrue())
+			for _, m := range cur.Status.Members {
+				g.Expect(m.DBSizeBytes).To(BeNumerically("<", 10<<20), "%s's database after defragmentation", m.Name)
+			}
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		Eventually(func(g Gomega) { expectSamePods(g, c, pods) }).Should(Succeed())
+		Expect(etcdRestarts(c)).To(Equal(restarts), "an etcd container restarted")
+
+		events := &eventsv1.EventList{}
+		Expect(k8s.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+		count := map[string]int{}
+		for _, e := range events.Items {
+			if e.Regarding.Name == c.Name {
+				count[e.Reason]++
+			}
+		}
+		Expect(count).To(HaveKeyWithValue("Compacted", BeNumerically(">=", 1)))
+		Expect(count).To(HaveKeyWithValue("Defragmented", BeNumerically(">=", 3)))
+		Expect(count).To(HaveKeyWithValue("AlarmDisarmed", BeNumerically(">=", 1)))
+	})
+})
+
+// etcdRestarts returns each member pod's etcd container restart count.
+func etcdRestarts(c *etcdv1alpha1.EtcdCluster) map[string]int32 {
+	out := map[string]int32{}
+	for _, p := range fw.MemberPods(c) {
+		for _, st := range p.Status.ContainerStatuses {
+			if st.Name == "etcd" {
+				out[p.Name] = st.RestartCount
+			}
+		}
+	}
+	return out
+}
