@@ -105,8 +105,8 @@ type reconcileScope struct {
 	cluster  *etcdv1alpha1.EtcdCluster
 	obs      observation
 	decision membership.Decision
-	// space is the next step of NOSPACE recovery (internal/maintenance).
-	space maintenance.SpaceStep
+	// space is the next step of NOSPACE recovery, defrag the next routine defragmentation (internal/maintenance).
+	space, defrag maintenance.SpaceStep
 	// applied collects the changed objects for the reconcile's one Applied event (apply.go).
 	applied *appliedObjects
 }
@@ -115,10 +115,10 @@ type reconcileScope struct {
 //  1. read the cluster; gone means nothing to do (owner references clean up);
 //  2. observe the member pods, their volumes and etcd itself;
 //  3. plan the next safe membership step (pure: see internal/membership) and the next step of NOSPACE
-//     recovery (pure: see internal/maintenance);
+//     recovery or routine defragmentation (pure: see internal/maintenance);
 //  4. unless paused, apply configuration, Services, StatefulSet, PodDisruptionBudget and backup CronJob,
 //     then take the planned step (at most one etcd or pod/volume mutation), and a step of NOSPACE recovery
-//     when no membership step was due;
+//     or a defragmentation when no membership step was due;
 //  5. write status once, in a deferred patch, only if it changed.
 func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	log := logf.FromContext(ctx)
@@ -149,9 +149,9 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		cluster:  cluster,
 		obs:      obs,
 		decision: membership.Plan(obs.planInput(cluster, r.now(), r.healAfter())),
-		space:    maintenance.PlanSpace(obs.spaceInput(cluster)),
 		applied:  &appliedObjects{},
 	}
+	s.space, s.defrag = planMaintenance(cluster, obs)
 
 	// 5. (deferred) Report, whatever happened in step 4.
 	defer func() {

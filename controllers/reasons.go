@@ -1,5 +1,7 @@
 package controllers
 
+import "github.com/seedops/etcd-operator/internal/maintenance"
+
 // Reasons of conditions and events, in one place. Each constant's name is its value with a Reason prefix,
 // so a reason read in `kubectl describe` is found here by name.
 const (
@@ -42,10 +44,10 @@ const (
 	ReasonStatefulSetRecreated = "StatefulSetRecreated"
 	ReasonMemberChange         = "MemberChange"
 
-	// NOSPACE recovery steps (events).
-	ReasonCompacted     = "Compacted"
-	ReasonDefragmented  = "Defragmented"
-	ReasonAlarmDisarmed = "AlarmDisarmed"
+	// Maintenance steps (events; internal/maintenance names them).
+	ReasonCompacted     = maintenance.Compacted
+	ReasonDefragmented  = maintenance.Defragmented
+	ReasonAlarmDisarmed = maintenance.AlarmDisarmed
 
 	// TLS and authentication.
 	ReasonTLSDefaulted       = "TLSDefaulted"

@@ -20,7 +20,7 @@ import (
 func (obs observation) spaceInput(c *etcdv1alpha1.EtcdCluster) maintenance.SpaceObserved {
 	in := maintenance.SpaceObserved{
 		Alarms:            obs.alarms,
-		CompactedRevision: c.Status.CompactedRevision,
+		RecoveredRevision: c.Status.CompactedRevision,
 		// A member that started before the operator set the quota in the configuration runs with etcd's
 		// default until it restarts, and etcd does not say which quota a member has: the alarm is disarmed
 		// only below both.
@@ -28,20 +28,48 @@ func (obs observation) spaceInput(c *etcdv1alpha1.EtcdCluster) maintenance.Space
 	}
 	for _, m := range obs.members {
 		st, answered := obs.statuses[m.ID]
-		in.Members = append(in.Members, maintenance.Member{ID: m.ID, Name: m.Name, Answered: answered,
-			Leader: answered && st.Leader == m.ID, DBSize: st.DBSize, DBSizeInUse: st.DBSizeInUse})
+		in.Members = append(in.Members, maintenance.Member{ID: m.ID, Name: m.Name, Answered: answered, Healthy: obs.healthy[m.ID],
+			Leader: answered && st.Leader == m.ID, Learner: m.IsLearner, DBSize: st.DBSize, DBSizeInUse: st.DBSizeInUse})
 		in.Revision = max(in.Revision, st.Revision)
 	}
 	return in
 }
 
-// reconcileSpace takes the next step of NOSPACE recovery (internal/maintenance): compaction, a member's
-// defragmentation, or disarming the alarm. A membership step planned in this reconcile goes first; the
-// short requeue while the alarm is active brings the recovery back.
+// defragPolicy is spec.defragmentation with its defaults (the API server sets them; older objects may lack them).
+func defragPolicy(c *etcdv1alpha1.EtcdCluster) maintenance.DefragPolicy {
+	p := maintenance.DefragPolicy{FreePercent: 50, MinFreeBytes: 64 << 20}
+	if d := c.Spec.Defragmentation; d.FreePercent != nil {
+		p.FreePercent = int64(*d.FreePercent)
+	}
+	if d := c.Spec.Defragmentation; d.MinFreeSize != nil {
+		p.MinFreeBytes = d.MinFreeSize.Value()
+	}
+	return p
+}
+
+// planMaintenance returns the next step of NOSPACE recovery and, when there is none, the next routine
+// defragmentation (internal/maintenance).
+func planMaintenance(c *etcdv1alpha1.EtcdCluster, obs observation) (space, defrag maintenance.SpaceStep) {
+	in := obs.spaceInput(c)
+	if space = maintenance.PlanSpace(in); space.Kind == maintenance.SpaceNone {
+		defrag = maintenance.PlanDefragmentation(in.Members, defragPolicy(c))
+	}
+	return space, defrag
+}
+
+// reconcileSpace takes the planned maintenance: the whole NOSPACE recovery (compaction, every voter
+// defragmented, the alarm disarmed), a disarm, or one routine defragmentation. A membership step planned in
+// this reconcile goes first, and a routine defragmentation waits for the membership to be stable; the short
+// requeue while the alarm is active brings the recovery back.
 func (r *EtcdClusterReconciler) reconcileSpace(ctx context.Context, s *reconcileScope) error {
 	step := s.space
 	switch step.Kind {
-	case maintenance.SpaceCompact, maintenance.SpaceDefragment, maintenance.SpaceDisarm:
+	case maintenance.SpaceRecover, maintenance.SpaceDisarm:
+	case maintenance.SpaceNone:
+		if s.defrag.Kind == maintenance.SpaceNone || s.decision.Phase != membership.PhaseStable {
+			return nil
+		}
+		step = s.defrag
 	default:
 		return nil
 	}
@@ -49,33 +77,32 @@ func (r *EtcdClusterReconciler) reconcileSpace(ctx context.Context, s *reconcile
 		return nil
 	}
 	c := s.cluster
-	logf.FromContext(ctx).Info("space recovery step", "step", step.Kind, "why", step.Reason)
-	cli, err := r.dial(ctx, c, &s.obs, sortedClientURLs(s.obs))
+	logf.FromContext(ctx).Info("maintenance", "step", step.Kind, "why", step.Reason)
+	// Maintenance calls go to voting members: a learner refuses them.
+	cli, err := r.dial(ctx, c, &s.obs, voterClientURLs(c, s.obs, s.obs.urls))
 	if err != nil {
 		return err
 	}
 	defer func() { _ = cli.Close() }()
-	endpoints := map[uint64]string{}
+	in := s.obs.spaceInput(c)
+	cl := maintenance.Cluster{Voters: cli, Members: in.Members, Endpoint: map[uint64]string{}}
 	for _, m := range s.obs.members {
 		if len(m.ClientURLs) > 0 {
-			endpoints[m.ID] = m.ClientURLs[0]
+			cl.Endpoint[m.ID] = m.ClientURLs[0]
 		}
 	}
-	if err := maintenance.ApplySpace(ctx, cli, endpoints, step); err != nil {
+	report := func(outcome, message string) {
+		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, outcome, string(step.Kind), "%s", message)
+	}
+	if err := maintenance.Apply(ctx, cl, step, report); err != nil {
 		return fmt.Errorf("%s: %w", step.Reason, err)
 	}
-	if step.Kind == maintenance.SpaceCompact {
-		// Kept in status (computeStatus starts from it), so the next plan moves on to defragmentation.
+	if step.Kind == maintenance.SpaceRecover {
+		// Kept in status (computeStatus starts from it): the next plan disarms, or says the data fills the
+		// quota, instead of recovering again at the same revision.
 		c.Status.CompactedRevision = step.Revision
 	}
-	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, spaceEventReasons[step.Kind], string(step.Kind), "%s", step.Reason)
 	return nil
-}
-
-var spaceEventReasons = map[maintenance.SpaceStepKind]string{
-	maintenance.SpaceCompact:    ReasonCompacted,
-	maintenance.SpaceDefragment: ReasonDefragmented,
-	maintenance.SpaceDisarm:     ReasonAlarmDisarmed,
 }
 
 // alarmStrings renders the active alarms for status, as "<type> on <member>", sorted.

@@ -116,6 +116,14 @@ type EtcdClusterSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="TLS"
 	TLS TLSSpec `json:"tls,omitempty"`
 
+	// Defragmentation returns the free pages of the members' database files to the file system (etcd reuses
+	// free pages but never shrinks the file on its own: a database that once held much more data keeps its
+	// size, counted against the space quota's disk).
+	// +optional
+	// +kubebuilder:default={}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Defragmentation",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Defragmentation DefragmentationSpec `json:"defragmentation,omitempty"`
+
 	// NetworkPolicy, when enabled, creates a NetworkPolicy that admits to the members only their peers, the
 	// operator, the cluster's backup pods and pods labelled etcd.seedops.io/client=<cluster name> in the
 	// namespace (the metrics port stays open for probes and monitoring). It needs a network plugin that
@@ -171,6 +179,26 @@ type TLSSpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="tls.renewBefore must be at least 1m"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Renew before",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	RenewBefore *metav1.Duration `json:"renewBefore,omitempty"`
+}
+
+// DefragmentationSpec says when a member's database is defragmented. A member serves nothing while it
+// defragments (long on a big database), so the operator does one member at a time, followers before the
+// leader, and only while every member is healthy and no membership change is under way.
+type DefragmentationSpec struct {
+	// FreePercent: a member whose database file is at least this share free pages is defragmented. 0 turns
+	// automatic defragmentation off (recovery from the NOSPACE alarm still defragments).
+	// +optional
+	// +kubebuilder:default=50
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=95
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Defragment above free share (%)",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
+	FreePercent *int32 `json:"freePercent,omitempty"`
+	// MinFreeSize: and at least this much is free (smaller files are not worth a member's pause).
+	// +optional
+	// +kubebuilder:default="64Mi"
+	// +kubebuilder:validation:XValidation:rule="size(string(self)) <= 32 && !string(self).matches('[eE][+-]?[0-9]{3,}') && isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0'))",message="defragmentation.minFreeSize must be a positive quantity such as 64Mi"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Defragment above free size",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	MinFreeSize *resource.Quantity `json:"minFreeSize,omitempty"`
 }
 
 // NetworkPolicySpec configures the cluster's NetworkPolicy.
@@ -504,8 +532,8 @@ type EtcdClusterStatus struct {
 	// +listType=atomic
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Alarms",xDescriptors={"urn:alm:descriptor:text"}
 	Alarms []string `json:"alarms,omitempty"`
-	// CompactedRevision is the revision the operator last compacted the key-value history at, recovering
-	// from NOSPACE (etcd's periodic auto-compaction is not recorded here).
+	// CompactedRevision is the revision at which the operator last compacted the key-value history and then
+	// defragmented every member, recovering from NOSPACE (etcd's periodic auto-compaction is not recorded).
 	// +optional
 	CompactedRevision int64 `json:"compactedRevision,omitempty"`
 	// Selector of the member pods, for the scale subresource.

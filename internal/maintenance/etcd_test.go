@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,17 +41,16 @@ func fillUntilNoSpace(t *testing.T, cli *clientv3.Client, key func(i int) string
 	t.Fatal("etcd never raised NOSPACE")
 }
 
-// spaceRun observes the cluster the way the controller does and takes the plan's steps until it says there is
-// nothing to do or it is blocked; it returns the steps taken.
+// spaceRun observes the cluster the way the controller does and takes the plan's steps.
 type spaceRun struct {
 	t         *testing.T
 	c         *etcdtest.Cluster
 	n         int
-	compacted int64
+	recovered int64
 }
 
 func (r *spaceRun) observe(ctx context.Context, cli etcd.Client) (maintenance.SpaceObserved, map[uint64]string) {
-	o := maintenance.SpaceObserved{QuotaBytes: quota, CompactedRevision: r.compacted}
+	o := maintenance.SpaceObserved{QuotaBytes: quota, RecoveredRevision: r.recovered}
 	alarms, err := cli.Alarms(ctx)
 	if err != nil {
 		r.t.Fatal(err)
@@ -64,43 +64,99 @@ func (r *spaceRun) observe(ctx context.Context, cli etcd.Client) (maintenance.Sp
 		}
 		endpoints[st.MemberID] = r.c.ClientURL(i)
 		o.Members = append(o.Members, maintenance.Member{ID: st.MemberID, Name: r.c.MemberName(i), Answered: true,
-			Leader: st.Leader == st.MemberID, DBSize: st.DBSize, DBSizeInUse: st.DBSizeInUse})
+			Healthy: len(st.Errors) == 0, Leader: st.Leader == st.MemberID, DBSize: st.DBSize, DBSizeInUse: st.DBSizeInUse})
 		o.Revision = max(o.Revision, st.Revision)
 	}
 	return o, endpoints
 }
 
+// recover takes PlanSpace's steps.
 func (r *spaceRun) recover(ctx context.Context) []string {
-	cli, err := etcd.NewDialer(5*time.Second).Dial(ctx, endpointsOf(r.c, r.n), nil)
+	return r.run(ctx, maintenance.PlanSpace)
+}
+
+// run takes plan's steps, observing anew before each, as the controller's reconciles do, until the plan has
+// said there is nothing to do, or Blocked, for 3 s. It returns what was done (the Report's outcomes, with
+// the member), then how it ended ("" or "Blocked").
+func (r *spaceRun) run(ctx context.Context, plan func(maintenance.SpaceObserved) maintenance.SpaceStep) []string {
+	dialer := etcd.NewDialer(5 * time.Second)
+	cli, err := dialer.Dial(ctx, endpointsOf(r.c, r.n), nil)
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	defer func() { _ = cli.Close() }()
-	var steps []string
-	for range 20 {
-		o, endpoints := r.observe(ctx, cli)
-		step := maintenance.PlanSpace(o)
-		if step.Kind == maintenance.SpaceNone || step.Kind == maintenance.SpaceBlocked {
-			return append(steps, string(step.Kind))
-		}
-		r.t.Log(step.Reason)
-		desc := string(step.Kind)
-		if step.Kind == maintenance.SpaceDefragment {
-			desc += " " + step.Member.Name
-			if step.Member.Leader {
-				desc += " (leader)"
+	var done []string
+	report := func(outcome, message string) {
+		r.t.Log(message)
+		name := ""
+		for i := range r.n {
+			if strings.Contains(message, r.c.MemberName(i)) {
+				name = " " + r.c.MemberName(i)
 			}
 		}
-		steps = append(steps, desc)
-		if err := maintenance.ApplySpace(ctx, cli, endpoints, step); err != nil {
+		done = append(done, outcome+name)
+	}
+	var idleSince time.Time
+	for range 100 {
+		o, endpoints := r.observe(ctx, cli)
+		step := plan(o)
+		if step.Kind == maintenance.SpaceNone || step.Kind == maintenance.SpaceBlocked {
+			if idleSince.IsZero() {
+				idleSince = time.Now()
+			}
+			if time.Since(idleSince) > 3*time.Second {
+				return append(done, string(step.Kind))
+			}
+			time.Sleep(250 * time.Millisecond)
+			continue
+		}
+		idleSince = time.Time{}
+		r.t.Log(step.Reason)
+		cl := maintenance.Cluster{Voters: cli, Members: o.Members, Endpoint: endpoints}
+		if err := maintenance.Apply(ctx, cl, step, report); err != nil {
 			r.t.Fatal(err)
 		}
-		if step.Kind == maintenance.SpaceCompact {
-			r.compacted = step.Revision
+		if step.Kind == maintenance.SpaceRecover {
+			r.recovered = step.Revision
 		}
 	}
-	r.t.Fatalf("no end after 20 steps: %v", steps)
+	r.t.Fatalf("no end after 100 steps: %v", done)
 	return nil
+}
+
+// leader is the name of the member that leads now.
+func (r *spaceRun) leader(ctx context.Context) string {
+	o, _ := r.observe(ctx, etcdClient(r.t, r.c))
+	for _, m := range o.Members {
+		if m.Leader {
+			return m.Name
+		}
+	}
+	r.t.Fatal("no leader")
+	return ""
+}
+
+// defragmentedLast is the member defragmented last.
+func defragmentedLast(done []string) string {
+	last := ""
+	for _, s := range done {
+		if name, ok := strings.CutPrefix(s, maintenance.Defragmented+" "); ok {
+			last = name
+		}
+	}
+	return last
+}
+
+// defragmented lists the members defragmented, each once, sorted.
+func defragmented(done []string) []string {
+	var out []string
+	for _, s := range done {
+		if name, ok := strings.CutPrefix(s, maintenance.Defragmented+" "); ok && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func endpointsOf(c *etcdtest.Cluster, n int) []string {
@@ -129,20 +185,18 @@ func TestNoSpaceFromOverwrittenKeysIsRecoveredWithoutRestarts(t *testing.T) {
 	fillUntilNoSpace(t, cli, func(int) string { return "/overwritten" })
 
 	run := &spaceRun{t: t, c: c, n: 3}
+	leaderBefore := run.leader(ctx)
 	steps := run.recover(ctx)
 	t.Logf("steps: %v", steps)
 
-	if steps[0] != "Compact" || steps[len(steps)-2] != "Disarm" || steps[len(steps)-1] != "" {
-		t.Fatalf("steps %v: want Compact first, Disarm last", steps)
+	if steps[0] != maintenance.Compacted || !slices.Contains(steps, maintenance.AlarmDisarmed) || steps[len(steps)-1] != "" {
+		t.Fatalf("steps %v: want a compaction first and the alarm disarmed", steps)
 	}
-	var defragmented []string
-	for _, s := range steps {
-		if name, ok := strings.CutPrefix(s, "Defragment "); ok {
-			defragmented = append(defragmented, name)
-		}
+	if got := defragmented(steps); !slices.Equal(got, []string{"space-0", "space-1", "space-2"}) {
+		t.Fatalf("defragmented %v: want every member", got)
 	}
-	if len(defragmented) != 3 || !strings.HasSuffix(defragmented[2], "(leader)") {
-		t.Fatalf("defragmented %v: want every member, the leader last", defragmented)
+	if last := defragmentedLast(steps); last != leaderBefore {
+		t.Fatalf("steps %v: the last member defragmented is %s, want the leader %s", steps, last, leaderBefore)
 	}
 	if _, err := cli.Put(ctx, "/after", "writable"); err != nil {
 		t.Fatalf("write after recovery: %v", err)
@@ -162,8 +216,8 @@ func TestNoSpaceFromLiveDataStaysUntilKeysAreDeleted(t *testing.T) {
 
 	run := &spaceRun{t: t, c: c, n: 3}
 	steps := run.recover(ctx)
-	if steps[len(steps)-1] != string(maintenance.SpaceBlocked) || slices.Contains(steps, "Disarm") {
-		t.Fatalf("steps %v: want Blocked, no Disarm", steps)
+	if steps[len(steps)-1] != string(maintenance.SpaceBlocked) || slices.Contains(steps, maintenance.AlarmDisarmed) {
+		t.Fatalf("steps %v: want Blocked, the alarm kept", steps)
 	}
 	if _, err := cli.Put(ctx, "/still-refused", "x"); !errors.Is(err, rpctypes.ErrNoSpace) {
 		t.Fatalf("write while blocked: %v, want NOSPACE", err)
@@ -175,10 +229,95 @@ func TestNoSpaceFromLiveDataStaysUntilKeysAreDeleted(t *testing.T) {
 	}
 	steps = run.recover(ctx)
 	t.Logf("steps after the delete: %v", steps)
-	if steps[0] != "Compact" || !slices.Contains(steps, "Disarm") {
-		t.Fatalf("steps after the delete %v: want a new compaction, then Disarm", steps)
+	if steps[0] != maintenance.Compacted || !slices.Contains(steps, maintenance.AlarmDisarmed) {
+		t.Fatalf("steps after the delete %v: want a new compaction, then the alarm disarmed", steps)
 	}
 	if _, err := cli.Put(ctx, "/after", "writable"); err != nil {
 		t.Fatalf("write after recovery: %v", err)
 	}
+}
+
+func TestRoutineDefragmentationShrinksEveryFileLeaderLastWhileWritesGoOn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := etcdtest.StartStatic(t, "defrag", 3, nil)
+	cli := c.Client(t, nil, 0, 1, 2)
+	value := strings.Repeat("x", 256<<10)
+	for i := range 40 {
+		if _, err := cli.Put(ctx, fmt.Sprintf("/fragment/%04d", i), value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := cli.Delete(ctx, "/fragment/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// etcd's periodic auto-compaction would do this within its retention; the test does not wait for it.
+	if _, err := cli.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
+		t.Fatal(err)
+	}
+	var failed, acked atomic.Int64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			if _, err := cli.Put(wctx, fmt.Sprintf("/writer/%d", i), "v"); err != nil {
+				failed.Add(1)
+			} else {
+				acked.Add(1)
+			}
+			cancel()
+		}
+	}()
+
+	run := &spaceRun{t: t, c: c, n: 3}
+	sizes := func() []int64 {
+		o, _ := run.observe(ctx, etcdClient(t, c))
+		var out []int64
+		for _, m := range o.Members {
+			out = append(out, m.DBSize)
+		}
+		return out
+	}
+	before := sizes()
+	leaderBefore := run.leader(ctx)
+	policy := maintenance.DefragPolicy{FreePercent: 50, MinFreeBytes: 1 << 20}
+	steps := run.run(ctx, func(o maintenance.SpaceObserved) maintenance.SpaceStep {
+		return maintenance.PlanDefragmentation(o.Members, policy)
+	})
+	close(stop)
+	<-done
+	after := sizes()
+	t.Logf("steps %v; file sizes %v -> %v; writer: %d acknowledged, %d failed", steps, before, after, acked.Load(), failed.Load())
+	if got := defragmented(steps); !slices.Equal(got, []string{"defrag-0", "defrag-1", "defrag-2"}) {
+		t.Fatalf("steps %v: want every member defragmented", steps)
+	}
+	if last := defragmentedLast(steps); last != leaderBefore {
+		t.Fatalf("steps %v: the last member defragmented is %s, want the leader %s", steps, last, leaderBefore)
+	}
+	for i := range after {
+		if after[i] > before[i]/2 {
+			t.Errorf("member %d's file %d -> %d bytes: not returned to the file system", i, before[i], after[i])
+		}
+	}
+	if failed.Load() > 0 || acked.Load() == 0 {
+		t.Errorf("writer: %d acknowledged, %d failed during the defragmentations", acked.Load(), failed.Load())
+	}
+}
+
+func etcdClient(t *testing.T, c *etcdtest.Cluster) etcd.Client {
+	t.Helper()
+	cli, err := etcd.NewDialer(5*time.Second).Dial(context.Background(), endpointsOf(c, 3), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	return cli
 }

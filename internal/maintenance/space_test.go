@@ -12,15 +12,14 @@ const mi = 1 << 20
 func TestPlanSpace(t *testing.T) {
 	noSpace := []etcd.Alarm{{MemberID: 1, Type: etcd.AlarmNoSpace}}
 	member := func(id uint64, name string, size, inUse int64, leader bool) Member {
-		return Member{ID: id, Name: name, Answered: true, Leader: leader, DBSize: size * mi, DBSizeInUse: inUse * mi}
+		return Member{ID: id, Name: name, Answered: true, Healthy: true, Leader: leader, DBSize: size * mi, DBSizeInUse: inUse * mi}
 	}
 	full := []Member{member(1, "a-0", 100, 100, true), member(2, "a-1", 100, 100, false), member(3, "a-2", 100, 100, false)}
-	compacted := []Member{member(1, "a-0", 100, 5, true), member(2, "a-1", 100, 5, false), member(3, "a-2", 100, 5, false)}
+	small := []Member{member(1, "a-0", 5, 5, true), member(2, "a-1", 5, 5, false), member(3, "a-2", 79, 79, false)}
 	for _, tc := range []struct {
 		name   string
 		o      SpaceObserved
 		want   SpaceStepKind
-		member string // SpaceDefragment
 		reason string // a part of the reason
 	}{
 		{name: "no alarm", o: SpaceObserved{Members: full, Revision: 9, QuotaBytes: 100 * mi}, want: SpaceNone},
@@ -31,28 +30,20 @@ func TestPlanSpace(t *testing.T) {
 			o: SpaceObserved{Members: []Member{full[0], {ID: 2, Name: "a-1"}, full[2]}, Alarms: noSpace, Revision: 9,
 				QuotaBytes: 100 * mi},
 			want: SpaceWait, reason: "a-1"},
-		{name: "compacts first", o: SpaceObserved{Members: full, Alarms: noSpace, Revision: 9, QuotaBytes: 100 * mi},
-			want: SpaceCompact},
-		{name: "compacts again after deletes moved the revision",
-			o:    SpaceObserved{Members: full, Alarms: noSpace, Revision: 12, CompactedRevision: 9, QuotaBytes: 100 * mi},
-			want: SpaceCompact},
-		{name: "defragments followers first, by name",
-			o:    SpaceObserved{Members: compacted, Alarms: noSpace, Revision: 9, CompactedRevision: 9, QuotaBytes: 100 * mi},
-			want: SpaceDefragment, member: "a-1"},
-		{name: "the leader last",
-			o: SpaceObserved{Members: []Member{compacted[0], member(2, "a-1", 5, 5, false), member(3, "a-2", 5, 5, false)},
-				Alarms: noSpace, Revision: 9, CompactedRevision: 9, QuotaBytes: 100 * mi},
-			want: SpaceDefragment, member: "a-0"},
-		{name: "a file just above the limit whose data is below it is defragmented, though it has few free pages",
-			o: SpaceObserved{Members: []Member{member(1, "a-0", 5, 5, true), member(2, "a-1", 92, 88, false), member(3, "a-2", 5, 5, false)},
-				Alarms: noSpace, Revision: 9, CompactedRevision: 9, QuotaBytes: 100 * mi},
-			want: SpaceDefragment, member: "a-1"},
-		{name: "disarms once every file is small",
-			o: SpaceObserved{Members: []Member{member(1, "a-0", 5, 5, true), member(2, "a-1", 5, 5, false), member(3, "a-2", 5, 5, false)},
-				Alarms: noSpace, Revision: 9, CompactedRevision: 9, QuotaBytes: 100 * mi},
+		{name: "a learner holds recovery back until it is promoted",
+			o: SpaceObserved{Members: []Member{full[0], full[1], {ID: 4, Name: "a-3", Answered: true, Learner: true}},
+				Alarms: noSpace, Revision: 9, QuotaBytes: 100 * mi},
+			want: SpaceWait, reason: "learner a-3"},
+		{name: "recovers at the current revision", o: SpaceObserved{Members: full, Alarms: noSpace, Revision: 9, QuotaBytes: 100 * mi},
+			want: SpaceRecover, reason: "revision 9"},
+		{name: "recovers again after deletes moved the revision",
+			o:    SpaceObserved{Members: full, Alarms: noSpace, Revision: 12, RecoveredRevision: 9, QuotaBytes: 100 * mi},
+			want: SpaceRecover, reason: "revision 12"},
+		{name: "disarms after a recovery left every file below 80% of the quota",
+			o:    SpaceObserved{Members: small, Alarms: noSpace, Revision: 9, RecoveredRevision: 9, QuotaBytes: 100 * mi},
 			want: SpaceDisarm},
-		{name: "blocked when the data itself fills the quota",
-			o:    SpaceObserved{Members: full, Alarms: noSpace, Revision: 9, CompactedRevision: 9, QuotaBytes: 100 * mi},
+		{name: "blocked when after a recovery the data itself fills the quota",
+			o:    SpaceObserved{Members: full, Alarms: noSpace, Revision: 9, RecoveredRevision: 9, QuotaBytes: 100 * mi},
 			want: SpaceBlocked, reason: "delete keys"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,17 +51,55 @@ func TestPlanSpace(t *testing.T) {
 			if got.Kind != tc.want {
 				t.Fatalf("step %q (%s), want %q", got.Kind, got.Reason, tc.want)
 			}
-			if tc.member != "" && got.Member.Name != tc.member {
-				t.Fatalf("defragments %s, want %s", got.Member.Name, tc.member)
-			}
 			if !strings.Contains(got.Reason, tc.reason) {
 				t.Fatalf("reason %q does not say %q", got.Reason, tc.reason)
 			}
-			if got.Kind == SpaceCompact && got.Revision != tc.o.Revision {
-				t.Fatalf("compacts at %d, want the current revision %d", got.Revision, tc.o.Revision)
+			if got.Kind == SpaceRecover && (got.Revision != tc.o.Revision || got.LimitBytes != 80*mi || len(got.Alarms) != 1) {
+				t.Fatalf("recovers at %d below %d disarming %v, want the current revision %d, 80%% of the quota, the NOSPACE alarm",
+					got.Revision, got.LimitBytes, got.Alarms, tc.o.Revision)
 			}
 			if got.Kind == SpaceDisarm && len(got.Alarms) != 1 {
 				t.Fatalf("disarms %v, want the NOSPACE alarm only", got.Alarms)
+			}
+		})
+	}
+}
+
+func TestPlanDefragmentation(t *testing.T) {
+	policy := DefragPolicy{FreePercent: 50, MinFreeBytes: 64 * mi}
+	member := func(name string, size, inUse int64, leader bool) Member {
+		return Member{ID: uint64(len(name)), Name: name, Answered: true, Healthy: true, Leader: leader, DBSize: size * mi, DBSizeInUse: inUse * mi}
+	}
+	for _, tc := range []struct {
+		name    string
+		members []Member
+		policy  DefragPolicy
+		want    string // the member defragmented, "" for none
+	}{
+		{"nothing fragmented", []Member{member("a-0", 100, 90, true), member("a-1", 100, 90, false)}, policy, ""},
+		{"a follower before the leader",
+			[]Member{member("a-0", 400, 100, true), member("a-1", 300, 100, false), member("a-2", 400, 100, false)}, policy, "a-1"},
+		{"the leader once the followers are done",
+			[]Member{member("a-0", 400, 100, true), member("a-1", 110, 100, false), member("a-2", 110, 100, false)}, policy, "a-0"},
+		{"a single member", []Member{member("a-0", 400, 100, true)}, policy, "a-0"},
+		{"below the share", []Member{member("a-0", 400, 210, true)}, policy, ""},
+		{"below the size", []Member{member("a-0", 100, 40, true)}, policy, ""},
+		{"turned off", []Member{member("a-0", 400, 100, true)}, DefragPolicy{}, ""},
+		{"not a learner", []Member{member("a-0", 110, 100, true), {Name: "a-1", Answered: true, Healthy: true, Learner: true, DBSize: 400 * mi, DBSizeInUse: 100 * mi}}, policy, ""},
+		{"not while a member is unhealthy",
+			[]Member{member("a-0", 400, 100, true), {Name: "a-1", Answered: true, DBSize: 400 * mi, DBSizeInUse: 100 * mi}}, policy, ""},
+		{"not while a member does not answer", []Member{member("a-0", 400, 100, true), {Name: "a-1", Healthy: true}}, policy, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := PlanDefragmentation(tc.members, tc.policy)
+			if tc.want == "" {
+				if got.Kind != SpaceNone {
+					t.Fatalf("step %s %s (%s), want none", got.Kind, got.Member.Name, got.Reason)
+				}
+				return
+			}
+			if got.Kind != SpaceDefragment || got.Member.Name != tc.want {
+				t.Fatalf("step %s %s, want Defragment %s", got.Kind, got.Member.Name, tc.want)
 			}
 		})
 	}
