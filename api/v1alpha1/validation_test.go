@@ -92,6 +92,10 @@ func TestCreateRefusesBadManifests(t *testing.T) {
 		{"storage not a quantity", "version: 3.5.9\nstorageSize: ten", "spec.storageSize"},
 		{"storage beyond any volume (found by FuzzStorageSizeRule)", "version: 3.5.9\nstorageSize: '1000000000000000000000'", positive},
 		{"storage with a huge exponent (hung CEL quantity arithmetic)", "version: 3.5.9\nstorageSize: '1e1233333333'", positive},
+		{"defragmentation at no free space", "version: 3.5.9\ndefragmentation:\n  minFreeSize: '0'", "defragmentation.minFreeSize must be a positive quantity"},
+		{"defragmentation at a negative free space", "version: 3.5.9\ndefragmentation:\n  minFreeSize: -1Mi", "defragmentation.minFreeSize must be a positive quantity"},
+		{"defragmentation above 95% free", "version: 3.5.9\ndefragmentation:\n  freePercent: 96", "spec.defragmentation.freePercent"},
+		{"defragmentation below 0% free", "version: 3.5.9\ndefragmentation:\n  freePercent: -1", "spec.defragmentation.freePercent"},
 		{"cron with 4 fields", "version: 3.5.9\nbackupSchedule: '0 2 * *'", cron},
 		{"cron with 6 fields", "version: 3.5.9\nbackupSchedule: '0 0 2 * * *'", cron},
 		{"cron minute 60", "version: 3.5.9\nbackupSchedule: '60 * * * *'", cron},
@@ -168,6 +172,7 @@ func TestCreateFillsDefaults(t *testing.T) {
 	for path, want := range map[string]any{
 		"replicas": int64(3), "storageSize": "8Gi", "repository": "gcr.io/etcd-development/etcd",
 		"backup.retention": int64(7), "pvcRetentionPolicy.whenDeleted": "Retain", "pvcRetentionPolicy.whenScaled": "Retain",
+		"defragmentation.freePercent": int64(50), "defragmentation.minFreeSize": "64Mi",
 	} {
 		got, _, _ := unstructured.NestedFieldNoCopy(u.Object, append([]string{"spec"}, strings.Split(path, ".")...)...)
 		if got != want {
