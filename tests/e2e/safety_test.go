@@ -149,8 +149,9 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 			return len(members), err
 		}).WithTimeout(3 * time.Minute).WithPolling(200 * time.Millisecond).Should(BeNumerically(">=", 4))
 		By("deleting the StatefulSet, orphaning its pods")
-		_, err := fw.Kubectl("delete", "statefulset", "-n", ns, c.Name, "--cascade=orphan", "--wait=true")
-		Expect(err).NotTo(HaveOccurred())
+		// Through the API, not `kubectl delete --cascade=orphan --wait`: kubectl's wait once never returned
+		// after the operator recreated the StatefulSet under the same name. The recreation is awaited below.
+		Expect(k8s.Delete(ctx, sts, client.PropagationPolicy(metav1.DeletePropagationOrphan))).To(Succeed())
 		Eventually(func(g Gomega) {
 			cur := &appsv1.StatefulSet{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Name}, cur)).To(Succeed())

@@ -231,9 +231,16 @@ func (f *Framework) ExpectGone(obj client.Object, timeout time.Duration) {
 	}).WithTimeout(timeout).WithPolling(f.poll()).Should(gomega.BeTrue(), "%T %s/%s still exists", obj, obj.GetNamespace(), obj.GetName())
 }
 
-// Run runs a command and returns its stdout and stderr; the error names the command and carries stderr.
+// RunTimeout bounds every command Run starts: a command that hangs (a kubectl waiting on a watch that never
+// delivers) fails its spec instead of stalling the suite until its own timeout.
+const RunTimeout = 5 * time.Minute
+
+// Run runs a command, killed after RunTimeout, and returns its stdout and stderr; the error names the
+// command and carries stderr.
 func Run(name string, args ...string) (string, string, error) {
-	cmd := exec.Command(name, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), RunTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
