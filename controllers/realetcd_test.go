@@ -769,6 +769,27 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		_, err = cli.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical())
 		Expect(err).NotTo(HaveOccurred())
+		// A member reports the pages a compaction freed only after its next write transactions: a cluster in
+		// use, as this writer makes it.
+		wctx, stopWriter := context.WithCancel(ctx)
+		writerDone := make(chan struct{})
+		go func() {
+			defer close(writerDone)
+			for i := 0; wctx.Err() == nil; i++ {
+				_, _ = cli.Put(wctx, "/fragment-writer", strconv.Itoa(i))
+				time.Sleep(200 * time.Millisecond)
+			}
+		}()
+		DeferCleanup(func() { stopWriter(); <-writerDone })
+
+		By("waiting for status to show the big files (below the default 64Mi of free space, nothing is defragmented)")
+		Eventually(func(g Gomega) {
+			g.Expect(get(ctx, c)).To(Succeed())
+			g.Expect(c.Status.Members).To(HaveLen(3))
+			for _, m := range c.Status.Members {
+				g.Expect(m.DBSizeBytes).To(BeNumerically(">=", 6<<20), m.Name)
+			}
+		}, time.Minute, 250*time.Millisecond).Should(Succeed())
 
 		By("lowering spec.defragmentation.minFreeSize to 1Mi")
 		Expect(retryUpdate(ctx, c, func(o client.Object) {
