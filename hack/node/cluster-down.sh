@@ -77,6 +77,7 @@ done
 # 6. iptables: kube-proxy removes its own rules; then every remaining KUBE-* or CNI-* chain and the rules
 # jumping to them (kubelet's canary chains, the portmap plugin's chains).
 if [ -x "$KUBE_BIN/kube-proxy" ]; then
+  mkdir -p "$LOGS"
   "$KUBE_BIN/kube-proxy" --cleanup >"$LOGS/kube-proxy-cleanup.log" 2>&1 || true
 fi
 for ipt in iptables ip6tables; do

@@ -124,6 +124,29 @@ func (r *spaceRun) run(ctx context.Context, plan func(maintenance.SpaceObserved)
 	return nil
 }
 
+// waitUntilEveryMemberIsDue waits up to 30 s until the plan would defragment every member on its own.
+func (r *spaceRun) waitUntilEveryMemberIsDue(ctx context.Context, p maintenance.DefragPolicy) {
+	cli := etcdClient(r.t, r.c)
+	defer func() { _ = cli.Close() }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		o, _ := r.observe(ctx, cli)
+		due := 0
+		for _, m := range o.Members {
+			if step := maintenance.PlanDefragmentation([]maintenance.Member{m}, p); step.Kind != maintenance.SpaceNone {
+				due++
+			}
+		}
+		if due == len(o.Members) {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("after 30 s, %d of %d members report enough free pages to defragment: %+v", due, len(o.Members), o.Members)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // leader is the name of the member that leads now.
 func (r *spaceRun) leader(ctx context.Context) string {
 	o, _ := r.observe(ctx, etcdClient(r.t, r.c))
@@ -286,9 +309,12 @@ func TestRoutineDefragmentationShrinksEveryFileLeaderLastWhileWritesGoOn(t *test
 		}
 		return out
 	}
+	policy := maintenance.DefragPolicy{FreePercent: 50, MinFreeBytes: 1 << 20}
+	// A member reports the pages the compaction freed only after its next write transaction, so the plan
+	// would otherwise see some followers as already compact and defragment them after the leader.
+	run.waitUntilEveryMemberIsDue(ctx, policy)
 	before := sizes()
 	leaderBefore := run.leader(ctx)
-	policy := maintenance.DefragPolicy{FreePercent: 50, MinFreeBytes: 1 << 20}
 	steps := run.run(ctx, func(o maintenance.SpaceObserved) maintenance.SpaceStep {
 		return maintenance.PlanDefragmentation(o.Members, policy)
 	})
