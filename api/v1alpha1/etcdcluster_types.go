@@ -13,6 +13,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="storageClassName is immutable: existing volumes cannot move to another storage class"
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="bootstrap is immutable: it can only be set when the cluster is created"
 // +kubebuilder:validation:XValidation:rule="!has(self.auth) || !has(self.auth.enabled) || !self.auth.enabled || !has(self.tls) || !has(self.tls.enabled) || self.tls.enabled",message="auth.enabled needs TLS (tls.enabled): the operator and backups authenticate as root with the cluster's client certificate, and passwords must not cross the network in plaintext"
+// +kubebuilder:validation:XValidation:rule="!has(self.etcd) || !has(self.etcd.quotaBackendSize) || !has(self.storageSize) || string(self.etcd.quotaBackendSize).matches('[eE][+-]?[0-9]{3,}') || string(self.storageSize).matches('[eE][+-]?[0-9]{3,}') || size(string(self.etcd.quotaBackendSize)) > 32 || size(string(self.storageSize)) > 32 || !isQuantity(string(self.etcd.quotaBackendSize)) || !isQuantity(string(self.storageSize)) || quantity(string(self.etcd.quotaBackendSize)).add(quantity(string(self.etcd.quotaBackendSize))).compareTo(quantity(string(self.storageSize))) <= 0",message="etcd.quotaBackendSize must be at most half of storageSize: a defragmentation writes a second copy of the database beside the first, and the volume also holds the write-ahead log and snapshots"
 type EtcdClusterSpec struct {
 	// The version rules below, in order: the format; the oldest supported etcd; no major change; no minor
 	// downgrade; no skipped minor; no move to 3.6 from 3.5 before 3.5.26. (Kept out of the field's doc
@@ -124,6 +125,12 @@ type EtcdClusterSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Defragmentation",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Defragmentation DefragmentationSpec `json:"defragmentation,omitempty"`
 
+	// Etcd tunes the members' etcd server. Every setting left out keeps the operator's default; a change
+	// restarts the members one at a time, leader last, each only once the others are healthy.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="etcd settings",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Etcd EtcdSettingsSpec `json:"etcd,omitempty"`
+
 	// NetworkPolicy, when enabled, creates a NetworkPolicy that admits to the members only their peers, the
 	// operator, the cluster's backup pods and pods labelled etcd.seedops.io/client=<cluster name> in the
 	// namespace (the metrics port stays open for probes and monitoring). It needs a network plugin that
@@ -200,6 +207,82 @@ type DefragmentationSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Defragment above free size",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	MinFreeSize *resource.Quantity `json:"minFreeSize,omitempty"`
 }
+
+// EtcdSettingsSpec holds the etcd server settings a user may tune. Settings the operator owns (member
+// names and URLs, the initial cluster, TLS files, the data directory) have no field and are refused in
+// extraFlags.
+// +kubebuilder:validation:XValidation:rule="(has(self.electionTimeout) ? duration(self.electionTimeout).getMilliseconds() : 1000) >= 5 * (has(self.heartbeatInterval) ? duration(self.heartbeatInterval).getMilliseconds() : 100)",message="etcd.electionTimeout must be at least 5 times etcd.heartbeatInterval (defaults 1s and 100ms): a shorter timeout makes followers call elections while the leader is healthy"
+type EtcdSettingsSpec struct {
+	// HeartbeatInterval is how often the leader tells followers it is alive (etcd's default: 100ms). Set it
+	// near the round-trip time between members.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10ms') && duration(self) <= duration('5s')",message="etcd.heartbeatInterval must be between 10ms and 5s"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Heartbeat interval",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	HeartbeatInterval *metav1.Duration `json:"heartbeatInterval,omitempty"`
+	// ElectionTimeout is how long a follower waits without a heartbeat before it calls an election
+	// (etcd's default: 1s). At least 5 heartbeat intervals.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('50ms') && duration(self) <= duration('50s')",message="etcd.electionTimeout must be between 50ms and 50s"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Election timeout",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	ElectionTimeout *metav1.Duration `json:"electionTimeout,omitempty"`
+	// SnapshotCount is the number of applied entries after which a member snapshots its state and trims its
+	// log (etcd's default: 100000 in 3.5, 10000 from 3.6).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Snapshot count",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	SnapshotCount *int64 `json:"snapshotCount,omitempty"`
+	// MaxRequestSize is the largest request a member accepts (etcd's default: 1.5Mi). Larger requests
+	// slow every member down while they are replicated.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="size(string(self)) <= 32 && !string(self).matches('[eE][+-]?[0-9]{3,}') && isQuantity(string(self)) && quantity(string(self)).compareTo(quantity('1Ki')) >= 0 && quantity(string(self)).compareTo(quantity('64Mi')) <= 0",message="etcd.maxRequestSize must be a quantity between 1Ki and 64Mi, such as 4Mi"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Largest request",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	MaxRequestSize *resource.Quantity `json:"maxRequestSize,omitempty"`
+	// QuotaBackendSize is the database size at which etcd raises the NOSPACE alarm and refuses writes.
+	// Unset: 40% of storageSize, at most 8Gi, which leaves room on the volume for a defragmentation's
+	// second copy of the database, the write-ahead log and snapshots. It must stay below half of storageSize.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="size(string(self)) <= 32 && !string(self).matches('[eE][+-]?[0-9]{3,}') && isQuantity(string(self)) && quantity(string(self)).compareTo(quantity('16Mi')) >= 0 && quantity(string(self)).compareTo(quantity('100Gi')) <= 0",message="etcd.quotaBackendSize must be a quantity between 16Mi and 100Gi, such as 4Gi"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Space quota",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	QuotaBackendSize *resource.Quantity `json:"quotaBackendSize,omitempty"`
+	// AutoCompaction says how much history etcd keeps before it compacts. Unset: periodic, 1h.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Automatic compaction",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	AutoCompaction *AutoCompactionSpec `json:"autoCompaction,omitempty"`
+	// ExtraFlags passes further etcd flags, by name without the leading dashes (e.g.
+	// "experimental-compaction-batch-limit": "1000"). etcd refuses a flag it does not know and the member
+	// then does not start: the rolling restart stops at that member, the others keep serving, and status
+	// says so. Flags the operator sets itself are refused here.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9]+(-[a-z0-9]+)*$'))",message="etcd.extraFlags keys are flag names without leading dashes, such as experimental-compaction-batch-limit"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['name', 'data-dir', 'wal-dir', 'listen-peer-urls', 'listen-client-urls', 'listen-client-http-urls', 'listen-metrics-urls', 'initial-advertise-peer-urls', 'advertise-client-urls', 'initial-cluster', 'initial-cluster-state', 'initial-cluster-token', 'discovery', 'discovery-srv', 'discovery-srv-name', 'discovery-proxy', 'discovery-fallback', 'force-new-cluster', 'config-file', 'cert-file', 'key-file', 'trusted-ca-file', 'client-cert-auth', 'auto-tls', 'peer-cert-file', 'peer-key-file', 'peer-trusted-ca-file', 'peer-client-cert-auth', 'peer-auto-tls', 'peer-cert-allowed-cn', 'peer-cert-allowed-hostname', 'peer-skip-client-san-verification', 'experimental-peer-skip-client-san-verification', 'heartbeat-interval', 'election-timeout', 'snapshot-count', 'max-request-bytes', 'quota-backend-bytes', 'auto-compaction-mode', 'auto-compaction-retention']))",message="etcd.extraFlags must not set a flag the operator owns (names, URLs, the initial cluster, TLS files, the data directory) or one with its own field (heartbeatInterval, electionTimeout, snapshotCount, maxRequestSize, quotaBackendSize, autoCompaction)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 1024)",message="etcd.extraFlags values are at most 1024 characters"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Extra flags",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	ExtraFlags map[string]string `json:"extraFlags,omitempty"`
+}
+
+// AutoCompactionSpec configures etcd's automatic compaction of old revisions.
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Periodic' || self.retention.matches('^([0-9]+(ms|s|m|h))+$')",message="etcd.autoCompaction.retention for mode Periodic is a duration such as 1h or 30m"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Revision' || self.retention.matches('^[1-9][0-9]{0,17}$')",message="etcd.autoCompaction.retention for mode Revision is a number of revisions to keep, such as 10000"
+type AutoCompactionSpec struct {
+	// Mode: Periodic keeps the history of the last retention period; Revision keeps the last retention
+	// revisions.
+	// +kubebuilder:validation:Enum=Periodic;Revision
+	Mode AutoCompactionMode `json:"mode"`
+	// Retention is a duration for Periodic (e.g. 1h), a number of revisions for Revision (e.g. 10000).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=32
+	Retention string `json:"retention"`
+}
+
+// AutoCompactionMode is how etcd decides what history to compact.
+type AutoCompactionMode string
+
+// Automatic compaction modes.
+const (
+	AutoCompactionPeriodic AutoCompactionMode = "Periodic"
+	AutoCompactionRevision AutoCompactionMode = "Revision"
+)
 
 // NetworkPolicySpec configures the cluster's NetworkPolicy.
 type NetworkPolicySpec struct {

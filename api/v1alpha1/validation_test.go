@@ -96,6 +96,22 @@ func TestCreateRefusesBadManifests(t *testing.T) {
 		{"defragmentation at a negative free space", "version: 3.5.9\ndefragmentation:\n  minFreeSize: -1Mi", "defragmentation.minFreeSize must be a positive quantity"},
 		{"defragmentation above 95% free", "version: 3.5.9\ndefragmentation:\n  freePercent: 96", "spec.defragmentation.freePercent"},
 		{"defragmentation below 0% free", "version: 3.5.9\ndefragmentation:\n  freePercent: -1", "spec.defragmentation.freePercent"},
+		{"heartbeat too short", "version: 3.5.9\netcd:\n  heartbeatInterval: 1ms", "etcd.heartbeatInterval must be between 10ms and 5s"},
+		{"heartbeat not a duration", "version: 3.5.9\netcd:\n  heartbeatInterval: fast", "spec.etcd.heartbeatInterval"},
+		{"election timeout under 5 heartbeats", "version: 3.5.9\netcd:\n  heartbeatInterval: 300ms\n  electionTimeout: 1s", "etcd.electionTimeout must be at least 5 times etcd.heartbeatInterval"},
+		{"heartbeat alone beyond the default timeout", "version: 3.5.9\netcd:\n  heartbeatInterval: 250ms", "etcd.electionTimeout must be at least 5 times etcd.heartbeatInterval"},
+		{"election timeout too long", "version: 3.5.9\netcd:\n  electionTimeout: 60s", "etcd.electionTimeout must be between 50ms and 50s"},
+		{"snapshot count 0", "version: 3.5.9\netcd:\n  snapshotCount: 0", "spec.etcd.snapshotCount"},
+		{"request size too big", "version: 3.5.9\netcd:\n  maxRequestSize: 100Mi", "etcd.maxRequestSize must be a quantity between 1Ki and 64Mi"},
+		{"quota too small", "version: 3.5.9\netcd:\n  quotaBackendSize: 1Mi", "etcd.quotaBackendSize must be a quantity between 16Mi and 100Gi"},
+		{"quota over half the volume", "version: 3.5.9\nstorageSize: 10Gi\netcd:\n  quotaBackendSize: 6Gi", "etcd.quotaBackendSize must be at most half of storageSize"},
+		{"unknown compaction mode", "version: 3.5.9\netcd:\n  autoCompaction: {mode: Hourly, retention: '1'}", `supported values: "Periodic", "Revision"`},
+		{"periodic retention without unit", "version: 3.5.9\netcd:\n  autoCompaction: {mode: Periodic, retention: '5'}", "retention for mode Periodic is a duration"},
+		{"revision retention as duration", "version: 3.5.9\netcd:\n  autoCompaction: {mode: Revision, retention: 1h}", "retention for mode Revision is a number of revisions"},
+		{"extra flag with dashes", "version: 3.5.9\netcd:\n  extraFlags: {--log-level: debug}", "etcd.extraFlags keys are flag names without leading dashes"},
+		{"extra flag the operator owns", "version: 3.5.9\netcd:\n  extraFlags: {initial-cluster-state: new}", "etcd.extraFlags must not set a flag the operator owns"},
+		{"extra flag forcing a new cluster", "version: 3.5.9\netcd:\n  extraFlags: {force-new-cluster: 'true'}", "etcd.extraFlags must not set a flag the operator owns"},
+		{"extra flag with its own field", "version: 3.5.9\netcd:\n  extraFlags: {quota-backend-bytes: '1'}", "etcd.extraFlags must not set a flag the operator owns"},
 		{"cron with 4 fields", "version: 3.5.9\nbackupSchedule: '0 2 * *'", cron},
 		{"cron with 6 fields", "version: 3.5.9\nbackupSchedule: '0 0 2 * * *'", cron},
 		{"cron minute 60", "version: 3.5.9\nbackupSchedule: '60 * * * *'", cron},
@@ -136,6 +152,18 @@ func TestCreateAcceptsGoodManifests(t *testing.T) {
 		"oldest supported version": "version: 3.5.3",
 		"macro schedule":           "version: 3.5.9\nbackupSchedule: '@daily'",
 		"rich cron":                "version: 3.5.9\nbackupSchedule: '*/15 0-6 1,15 JAN-MAR mon-fri'",
+		"etcd settings": `
+version: 3.5.17
+storageSize: 10Gi
+etcd:
+  heartbeatInterval: 200ms
+  electionTimeout: 2s
+  snapshotCount: 20000
+  maxRequestSize: 4Mi
+  quotaBackendSize: 5Gi
+  autoCompaction: {mode: Revision, retention: '10000'}
+  extraFlags: {experimental-compaction-batch-limit: '1000', log-level: warn}`,
+		"periodic compaction in minutes": "version: 3.5.9\netcd:\n  autoCompaction: {mode: Periodic, retention: 30m}",
 		"every option": `
 version: 3.5.17
 replicas: 5

@@ -47,6 +47,8 @@ type Cluster struct {
 
 	// Env is extra ETCD_* configuration every member starts with (as a pod's environment).
 	Env map[string]string
+	// Args are extra flags every member starts with, after the harness's own (a later flag wins).
+	Args []string
 
 	mu    sync.Mutex
 	ports map[int][2]int // ordinal -> peer, client
@@ -156,7 +158,7 @@ func (c *Cluster) Start(i int, initialCluster, state string) error {
 			"--client-cert-auth", "--peer-cert-file", t.PeerCert, "--peer-key-file", t.PeerKey,
 			"--peer-trusted-ca-file", t.CA, "--peer-client-cert-auth")
 	}
-	cmd := exec.Command(c.Bin, args...)
+	cmd := exec.Command(c.Bin, append(args, c.Args...)...)
 	cmd.Env = os.Environ()
 	for k, v := range c.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
@@ -225,10 +227,15 @@ func (c *Cluster) Ordinals() []int {
 
 func (c *Cluster) logFile(i int) string { return filepath.Join(c.Dir, fmt.Sprintf("member-%d.log", i)) }
 
-// Log returns member i's log, for failure messages.
-func (c *Cluster) Log(i int) string {
+// FullLog returns member i's whole log.
+func (c *Cluster) FullLog(i int) string {
 	b, _ := os.ReadFile(c.logFile(i))
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return string(b)
+}
+
+// Log returns the end of member i's log, for failure messages.
+func (c *Cluster) Log(i int) string {
+	lines := strings.Split(strings.TrimSpace(c.FullLog(i)), "\n")
 	if len(lines) > 20 {
 		lines = lines[len(lines)-20:]
 	}

@@ -85,10 +85,14 @@ const (
 	quotaPercentOfVolume = 40
 )
 
-// QuotaBackendBytes is the database space quota of c's members: 40% of storageSize, at most 8 GiB. Once a
-// member's database reaches it, etcd raises the NOSPACE alarm and refuses writes until the operator has
-// compacted, defragmented and disarmed (internal/maintenance). Members read it when they start: a member
-// that started before the operator set it runs with etcd's default until its next restart.
+// QuotaBackendBytes is the database space quota of c's members: spec.etcd.quotaBackendSize, or else 40% of
+// storageSize, at most 8 GiB. Once a member's database reaches it, etcd raises the NOSPACE alarm and refuses
+// writes until the operator has compacted, defragmented and disarmed (internal/maintenance). Members read it
+// when they start: the derived quota reaches a running member at its next restart; a quotaBackendSize
+// change restarts the members (settingsEnv).
 func QuotaBackendBytes(c *etcdv1alpha1.EtcdCluster) int64 {
+	if q := c.Spec.Etcd.QuotaBackendSize; q != nil {
+		return q.Value()
+	}
 	return min(maxQuotaBytes, c.Spec.StorageSize.Value()*quotaPercentOfVolume/100)
 }

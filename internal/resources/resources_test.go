@@ -5,12 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
@@ -84,6 +86,23 @@ func plaintextCluster() *etcdv1alpha1.EtcdCluster {
 	return c
 }
 
+// tunedCluster sets every spec.etcd field: they land in the etcd container's env and args. Clusters that
+// leave spec.etcd empty keep the design-* templates unchanged, so upgrading the operator restarts nobody.
+func tunedCluster() *etcdv1alpha1.EtcdCluster {
+	c := designCluster()
+	c.Name = "tuned"
+	c.Spec.Etcd = etcdv1alpha1.EtcdSettingsSpec{
+		HeartbeatInterval: &metav1.Duration{Duration: 250 * time.Millisecond},
+		ElectionTimeout:   &metav1.Duration{Duration: 2500 * time.Millisecond},
+		SnapshotCount:     ptr.To[int64](20000),
+		MaxRequestSize:    ptr.To(resource.MustParse("4Mi")),
+		QuotaBackendSize:  ptr.To(resource.MustParse("3Gi")),
+		AutoCompaction:    &etcdv1alpha1.AutoCompactionSpec{Mode: etcdv1alpha1.AutoCompactionRevision, Retention: "10000"},
+		ExtraFlags:        map[string]string{"log-level": "warn", "experimental-compaction-batch-limit": "1000"},
+	}
+	return c
+}
+
 // onDemandBackup overrides the cluster's destination with a bucket.
 func onDemandBackup() *etcdv1alpha1.EtcdBackup {
 	b := &etcdv1alpha1.EtcdBackup{Spec: etcdv1alpha1.EtcdBackupSpec{ClusterName: "etcd", Destination: &etcdv1alpha1.BackupDestination{
@@ -107,6 +126,7 @@ func TestGolden(t *testing.T) {
 		"design-networkpolicy.yaml":  NetworkPolicy(designCluster(), Options{ClusterDomain: "cluster.local", OperatorNamespace: "etcd-operator-system"}),
 		"design-cronjob.yaml":        BackupCronJob(designCluster(), o),
 		"custom-statefulset.yaml":    StatefulSet(customCluster(), 5, o, nil, ""),
+		"tuned-statefulset.yaml":     StatefulSet(tunedCluster(), 3, o, nil, o.OperatorImage),
 		"design-backup-pvc.yaml":     BackupPVC(designCluster(), BackupDestination(designCluster(), nil)),
 		"s3-cronjob.yaml":            BackupCronJob(s3Cluster(), o),
 		"plaintext-statefulset.yaml": StatefulSet(plaintextCluster(), 3, o, nil, o.OperatorImage),

@@ -128,6 +128,7 @@ func etcdContainer(c *etcdv1alpha1.EtcdCluster, o Options, learnerAwareReadiness
 			corev1ac.EnvVar().WithName("ETCD_INITIAL_ADVERTISE_PEER_URLS").WithValue(scheme(c)+"://"+host+":2380"),
 			corev1ac.EnvVar().WithName("ETCD_ADVERTISE_CLIENT_URLS").WithValue(scheme(c)+"://"+host+":2379"),
 		).
+		WithEnv(settingsEnv(c)...).
 		WithEnvFrom(corev1ac.EnvFromSource().WithConfigMapRef(corev1ac.ConfigMapEnvSource().WithName(ConfigMapName(c)))).
 		WithPorts(
 			corev1ac.ContainerPort().WithName("client").WithContainerPort(ClientPort).WithProtocol(corev1.ProtocolTCP),
@@ -146,6 +147,9 @@ func etcdContainer(c *etcdv1alpha1.EtcdCluster, o Options, learnerAwareReadiness
 			WithReadOnlyRootFilesystem(true).
 			WithRunAsNonRoot(true).
 			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")))
+	if args := extraFlagArgs(c); len(args) > 0 {
+		ctr.WithArgs(args...)
+	}
 	if TLSEnabled(c) {
 		ctr.WithEnv(etcdctlEnv()...).WithVolumeMounts(
 			corev1ac.VolumeMount().WithName(serverTLSVolume).WithMountPath(serverTLSMountPath).WithReadOnly(true),
