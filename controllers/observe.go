@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -65,6 +66,8 @@ type observation struct {
 	backups []backupRun
 	// authEnabled is whether etcd authentication is on (nil: not known).
 	authEnabled *bool
+	// survivors are the member pods' own answers when the member list could not be read (no majority).
+	survivors []survivor
 	// alarms are etcd's active alarms (nil when etcd could not list them).
 	alarms []etcd.Alarm
 	// tls is the cluster's CA and certificates; tlsStatus what status reports of them.
@@ -241,6 +244,11 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, c *etcdv1alpha1
 	defer func() { _ = cli.Close() }()
 	obs.members, err = cli.MemberList(ctx)
 	if err != nil {
+		if obs.formed(c) {
+			// The member list needs a majority; each member still answers for itself, which tells a
+			// human what survives a lost quorum.
+			obs.survivors = surveyMembers(ctx, cli, *obs)
+		}
 		return err
 	}
 	if on, err := cli.AuthEnabled(ctx); err == nil {
@@ -252,20 +260,13 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, c *etcdv1alpha1
 	obs.statuses, obs.ordinals, obs.healthy = map[uint64]etcd.EndpointStatus{}, map[uint64]int{}, map[uint64]bool{}
 	// Members are asked at once, not one after the other: members that do not answer each cost the call's
 	// timeout, and in turn they would delay the report of an outage by that much per member.
-	answers := make([]memberAnswer, len(obs.members))
-	var wg sync.WaitGroup
+	endpoints := make([]string, len(obs.members))
 	for i, m := range obs.members {
-		if len(m.ClientURLs) == 0 {
-			continue // not started yet
+		if len(m.ClientURLs) > 0 { // else not started yet
+			endpoints[i] = m.ClientURLs[0]
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			answers[i].status, answers[i].err = cli.Status(ctx, m.ClientURLs[0])
-			answers[i].asked = true
-		}()
 	}
-	wg.Wait()
+	answers := askEach(ctx, cli, endpoints)
 	for i, m := range obs.members {
 		obs.ordinals[m.ID] = memberOrdinal(c, m, obs.urls)
 		if !answers[i].asked {
@@ -293,6 +294,49 @@ type memberAnswer struct {
 	asked  bool
 	status etcd.EndpointStatus
 	err    error
+}
+
+// askEach asks every endpoint ("" is skipped) for its status, all at once: members that do not answer each
+// cost the call's timeout, and one after the other they would delay the report of an outage by that much
+// per member.
+func askEach(ctx context.Context, cli etcd.Client, endpoints []string) []memberAnswer {
+	answers := make([]memberAnswer, len(endpoints))
+	var wg sync.WaitGroup
+	for i, ep := range endpoints {
+		if ep == "" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i].status, answers[i].err = cli.Status(ctx, ep)
+			answers[i].asked = true
+		}()
+	}
+	wg.Wait()
+	return answers
+}
+
+// survivor is one member pod's own answer while the member list cannot be read.
+type survivor struct {
+	name     string
+	answered bool
+	status   etcd.EndpointStatus
+}
+
+// surveyMembers asks each member pod, by ordinal, about itself.
+func surveyMembers(ctx context.Context, cli etcd.Client, obs observation) []survivor {
+	ordinals := slices.Sorted(maps.Keys(obs.clientURLs))
+	endpoints := make([]string, len(ordinals))
+	for i, ord := range ordinals {
+		endpoints[i] = obs.clientURLs[ord]
+	}
+	answers := askEach(ctx, cli, endpoints)
+	out := make([]survivor, len(ordinals))
+	for i, ord := range ordinals {
+		out[i] = survivor{name: obs.podByOrdinal[ord].Name, answered: answers[i].err == nil, status: answers[i].status}
+	}
+	return out
 }
 
 // dial connects to the members, over TLS with the operator's client certificate when the cluster serves TLS.

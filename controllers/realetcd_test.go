@@ -65,6 +65,24 @@ type fakeKubelet struct {
 	// checks counts the comparisons checkAgreement made: a check that never ran proves nothing.
 	checks    int
 	clientTLS *tls.Config
+	// down are the ordinals whose node is gone: their process stays stopped and their pod unready.
+	down map[int]bool
+}
+
+// setDown takes the given members' nodes away (none: brings every node back).
+func (k *fakeKubelet) setDown(ordinals ...int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.down = map[int]bool{}
+	for _, i := range ordinals {
+		k.down[i] = true
+	}
+}
+
+func (k *fakeKubelet) isDown(i int) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.down[i]
 }
 
 // tlsConfig authenticates as the cluster's client certificate (nil before it is issued).
@@ -156,6 +174,11 @@ func (k *fakeKubelet) sync(ctx context.Context) {
 				continue
 			}
 		case err != nil:
+			continue
+		}
+		if k.isDown(i) {
+			k.c.Stop(i)
+			k.setReady(ctx, pod, i)
 			continue
 		}
 		if !k.c.Running(i) {
@@ -805,6 +828,36 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		Eventually(func() ([]eventsv1.Event, error) { return eventsWithReason(ctx, c, ReasonDefragmented) }).
 			ShouldNot(BeEmpty())
 		Expect([]int{procs.PID(0), procs.PID(1), procs.PID(2)}).To(Equal(pids), "no member restarted")
+	})
+
+	It("reports which members survive a lost majority and removes none of them", func() {
+		Eventually(running(3), 60*time.Second, 250*time.Millisecond).Should(Succeed())
+		before := etcdMembers(ctx, procs, kubelet.tlsConfig())
+		Expect(get(ctx, c)).To(Succeed())
+		ids := map[string]string{}
+		for _, m := range c.Status.Members {
+			ids[m.Name] = m.ID
+		}
+
+		By("losing two of three members")
+		kubelet.setDown(1, 2)
+		DeferCleanup(func() { kubelet.setDown() })
+		Eventually(func(g Gomega) {
+			g.Expect(get(ctx, c)).To(Succeed())
+			a := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable)
+			g.Expect(a).NotTo(BeNil())
+			g.Expect(a.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(a.Reason).To(Equal(ReasonQuorumLost))
+			g.Expect(a.Message).To(MatchRegexp(`answering: real-0 \(raft index [1-9][0-9]*, revision [1-9][0-9]*\); not answering: real-1, real-2$`))
+		}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
+
+		By("the members coming back")
+		kubelet.setDown()
+		Eventually(running(3), 90*time.Second, 250*time.Millisecond).Should(Succeed())
+		Expect(etcdMembers(ctx, procs, kubelet.tlsConfig())).To(Equal(before))
+		for _, m := range c.Status.Members {
+			Expect(m.ID).To(Equal(ids[m.Name]), "%s kept its member ID: nothing was removed or replaced", m.Name)
+		}
 	})
 
 	It("kept etcd's member list and the StatefulSet in agreement at every observed step", func() {

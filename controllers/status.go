@@ -180,7 +180,8 @@ func availableCondition(f statusFacts) conditionState {
 			fmt.Sprintf("%d of %d voting members healthy (quorum %d)", f.healthy, f.voters, f.quorum)}
 	case f.formed:
 		return conditionState{metav1.ConditionFalse, ReasonQuorumLost,
-			fmt.Sprintf("only %d of %d voting members healthy; quorum needs %d", f.healthy, f.voters, f.quorum)}
+			fmt.Sprintf("only %d of %d voting members healthy; quorum needs %d", f.healthy, f.voters, f.quorum) +
+				survivorsReport(f.obs.survivors)}
 	}
 	return conditionState{metav1.ConditionFalse, ReasonBootstrapping,
 		fmt.Sprintf("waiting for members to start: %d of %d ready, quorum needs %d", f.healthy, f.voters, f.quorum)}
@@ -277,4 +278,26 @@ func phaseOf(c *etcdv1alpha1.EtcdCluster, conds []metav1.Condition) etcdv1alpha1
 	default:
 		return etcdv1alpha1.PhaseRunning
 	}
+}
+
+// survivorsReport says which member pods still answer without a majority, with the raft index and revision
+// each has applied: the member with the highest index holds the most of the cluster's data, which is what
+// a human choosing a member to recover from needs to know.
+func survivorsReport(survivors []survivor) string {
+	var answering, silent []string
+	for _, s := range survivors {
+		if s.answered {
+			answering = append(answering, fmt.Sprintf("%s (raft index %d, revision %d)", s.name, s.status.RaftIndex, s.status.Revision))
+		} else {
+			silent = append(silent, s.name)
+		}
+	}
+	var out string
+	if len(answering) > 0 {
+		out += "; answering: " + strings.Join(answering, ", ")
+	}
+	if len(silent) > 0 {
+		out += "; not answering: " + strings.Join(silent, ", ")
+	}
+	return out
 }

@@ -192,3 +192,24 @@ func TestHealthIgnoresOnlyTheNoSpaceAlarm(t *testing.T) {
 		t.Errorf("errors %v: CORRUPT and no leader must count", got)
 	}
 }
+
+// TestQuorumLostSaysWhatSurvives: without a majority the member list cannot be read, so Available=False
+// names the members that still answer, with the raft index and revision each has applied, and the silent.
+func TestQuorumLostSaysWhatSurvives(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 2}}
+	c.Spec.Replicas = 3
+	c.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: ReasonQuorumHealthy}}
+	obs := observation{statefulSet: &appsv1.StatefulSet{}, pods: make([]corev1.Pod, 3), readyReplicas: 0,
+		etcdErr: errors.New("list etcd members: context deadline exceeded"),
+		survivors: []survivor{
+			{name: "c-0", answered: true, status: etcd.EndpointStatus{RaftIndex: 1234, Revision: 567}},
+			{name: "c-1"}, {name: "c-2"},
+		}}
+	s := computeStatus(c, obs, membership.Decision{Phase: membership.PhaseWaiting}, maintenance.SpaceStep{}, nil, nil, now)
+	got := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionAvailable)
+	want := "only 0 of 3 voting members healthy; quorum needs 2; answering: c-0 (raft index 1234, revision 567); not answering: c-1, c-2"
+	if got.Status != metav1.ConditionFalse || got.Reason != ReasonQuorumLost || got.Message != want {
+		t.Errorf("Available %s/%s %q, want False/%s %q", got.Status, got.Reason, got.Message, ReasonQuorumLost, want)
+	}
+}
