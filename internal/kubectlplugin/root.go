@@ -1,5 +1,6 @@
 // Package kubectlplugin is `kubectl etcd`: a kubectl plugin that shows an EtcdCluster's state, takes
-// on-demand backups and runs etcdctl inside a member, with kubectl's connection flags.
+// on-demand backups, restores them into new clusters and runs etcdctl inside a member, with kubectl's
+// connection flags.
 package kubectlplugin
 
 import (
@@ -22,7 +23,7 @@ func NewRootCommand(streams Streams, version string) *cobra.Command {
 		Use:   "kubectl-etcd",
 		Short: "Inspect and operate etcd clusters run by etcd-operator",
 		Long: "kubectl etcd works with the EtcdClusters of etcd-operator (etcd.seedops.io/v1alpha1): " +
-			"their status, on-demand backups, and etcdctl inside a member pod, without copying Secrets.",
+			"their status, on-demand backups, restores into a new cluster, and etcdctl inside a member pod, without copying Secrets.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// Shown as "kubectl etcd" in help, the way kubectl invokes the binary.
@@ -38,6 +39,7 @@ func NewRootCommand(streams Streams, version string) *cobra.Command {
 	cmd.AddCommand(
 		newStatusCommand(k, streams),
 		newBackupCommand(k, streams),
+		newRestoreCommand(k, streams),
 		newEtcdctlCommand(k, streams),
 		newVersionCommand(streams, version),
 	)
