@@ -1,4 +1,4 @@
-package resources_test
+package resources
 
 import (
 	"context"
@@ -7,20 +7,17 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	"github.com/seedops/etcd-operator/internal/etcdtest"
-	"github.com/seedops/etcd-operator/internal/resources"
 )
 
 // etcdContainerOf builds c's StatefulSet and returns its etcd container's literal ETCD_* variables (the
 // member's own name and URLs, which the kubelet expands from the pod, are left to the harness) and args.
 func etcdContainerOf(t *testing.T, c *etcdv1alpha1.EtcdCluster) (map[string]string, []string) {
 	t.Helper()
-	sts := resources.StatefulSet(c, 1, resources.DefaultOptions(), nil, "")
+	sts := StatefulSet(c, 1, DefaultOptions(), nil, "")
 	for _, ctr := range sts.Spec.Template.Spec.Containers {
 		if *ctr.Name != "etcd" {
 			continue
@@ -37,19 +34,13 @@ func etcdContainerOf(t *testing.T, c *etcdv1alpha1.EtcdCluster) (map[string]stri
 	return nil, nil
 }
 
+// settingsCluster is tunedCluster with TLS off (the harness starts members without certificates) and the
+// given extra flags.
 func settingsCluster(extra map[string]string) *etcdv1alpha1.EtcdCluster {
-	return &etcdv1alpha1.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "ns", UID: "u"},
-		Spec: etcdv1alpha1.EtcdClusterSpec{Version: "3.5.35", StorageSize: resource.MustParse("8Gi"), TLS: etcdv1alpha1.TLSSpec{Enabled: ptr.To(false)},
-			Etcd: etcdv1alpha1.EtcdSettingsSpec{
-				HeartbeatInterval: &metav1.Duration{Duration: 250 * time.Millisecond},
-				ElectionTimeout:   &metav1.Duration{Duration: 2500 * time.Millisecond},
-				SnapshotCount:     ptr.To[int64](20000),
-				MaxRequestSize:    ptr.To(resource.MustParse("4Mi")),
-				QuotaBackendSize:  ptr.To(resource.MustParse("3Gi")),
-				AutoCompaction:    &etcdv1alpha1.AutoCompactionSpec{Mode: etcdv1alpha1.AutoCompactionRevision, Retention: "10000"},
-				ExtraFlags:        extra,
-			}}}
+	c := tunedCluster()
+	c.Spec.TLS.Enabled = ptr.To(false)
+	c.Spec.Etcd.ExtraFlags = extra
+	return c
 }
 
 // TestEtcdAppliesEverySetting starts a real member with the variables and flags the operator puts in the
