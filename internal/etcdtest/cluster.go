@@ -71,20 +71,34 @@ func (c *Cluster) scheme() string {
 // configuration of every member, and stops it when the test ends.
 func StartStatic(t testing.TB, name string, n int, env map[string]string) *Cluster {
 	t.Helper()
+	c := NewForTest(t, name)
+	c.Env = env
+	c.StartNew(t, n)
+	return c
+}
+
+// NewForTest is New in the test's temporary directory, with the built etcd; the cluster is stopped when the
+// test ends. Set its configuration (Env, Args, TLS), then start it.
+func NewForTest(t testing.TB, name string) *Cluster {
+	t.Helper()
 	bin, err := Binary()
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := New(name, filepath.Join(t.TempDir(), name), bin)
-	c.Env = env
 	t.Cleanup(c.Close)
+	return c
+}
+
+// StartNew starts members 0..n-1 as a new cluster bootstrapped from a static member list.
+func (c *Cluster) StartNew(t testing.TB, n int) {
+	t.Helper()
 	ords := Ordinals(n)
 	for _, i := range ords {
 		if err := c.Start(i, c.InitialCluster(ords), "new"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return c
 }
 
 // Ordinals returns 0..n-1.

@@ -25,28 +25,13 @@ import (
 
 func startCluster(t *testing.T, name string, n int, files *etcdtest.TLSFiles) *etcdtest.Cluster {
 	t.Helper()
-	bin, err := etcdtest.Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := etcdtest.New(name, filepath.Join(t.TempDir(), name), bin)
+	c := etcdtest.NewForTest(t, name)
 	c.TLS = files
-	t.Cleanup(c.Close)
-	for i := range n {
-		if err := c.Start(i, c.InitialCluster(ordinals(n)), "new"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c.StartNew(t, n)
 	return c
 }
 
-func ordinals(n int) []int {
-	out := make([]int, n)
-	for i := range out {
-		out[i] = i
-	}
-	return out
-}
+func ordinals(n int) []int { return etcdtest.Ordinals(n) }
 
 // client connects to the given members and waits until they serve a linearizable read.
 func client(t *testing.T, c *etcdtest.Cluster, tlsConfig *tls.Config, ords ...int) *clientv3.Client {

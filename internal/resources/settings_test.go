@@ -2,7 +2,6 @@ package resources
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -99,15 +98,8 @@ func TestEtcdRefusesAnUnknownExtraFlag(t *testing.T) {
 // startMember starts one etcd member as c's pod template would configure it, and stops it when the test ends.
 func startMember(t *testing.T, name string, c *etcdv1alpha1.EtcdCluster) *etcdtest.Cluster {
 	t.Helper()
-	bin, err := etcdtest.Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := etcdtest.New(name, filepath.Join(t.TempDir(), name), bin)
-	t.Cleanup(m.Close)
+	m := etcdtest.NewForTest(t, name)
 	m.Env, m.Args = etcdContainerOf(t, c)
-	if err := m.Start(0, m.InitialCluster([]int{0}), "new"); err != nil {
-		t.Fatal(err)
-	}
+	m.StartNew(t, 1)
 	return m
 }
