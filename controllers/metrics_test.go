@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	"github.com/seedops/etcd-operator/internal/resources"
@@ -318,4 +319,29 @@ etcd_operator_member_db_size_bytes{cluster="c",member="c-0",namespace="ns"} 1.04
 	if n := testutil.CollectAndCount(r.metrics); n != 0 {
 		t.Fatalf("%d series left for a deleted cluster", n)
 	}
+}
+
+// registrySeries counts the series of c that controller-runtime's registry (what the manager's metrics
+// endpoint serves) holds under the metric name, or under any of the operator's metrics for "".
+func registrySeries(name string, c *etcdv1alpha1.EtcdCluster) int {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, mf := range families {
+		if name != "" && mf.GetName() != name || !strings.HasPrefix(mf.GetName(), metricsPrefix) {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["namespace"] == c.Namespace && labels["cluster"] == c.Name {
+				n++
+			}
+		}
+	}
+	return n
 }

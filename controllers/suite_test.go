@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
@@ -83,6 +84,7 @@ var _ = BeforeSuite(func() {
 		Options:   resources.DefaultOptions(),
 	}
 	Expect(r.controllerBuilder(mgr).Complete(countingReconciler{r})).To(Succeed())
+	Expect(registerClusterCollector(metrics.Registry, r.metrics)).To(Succeed())
 	Expect((&EtcdBackupReconciler{
 		Client:   mgr.GetClient(),
 		Scheme:   mgr.GetScheme(),
