@@ -127,8 +127,8 @@ func clusterMetrics(c *etcdv1alpha1.EtcdCluster) []prometheus.Metric {
 	gauge(descClusterInfo, 1, c.Spec.Version, st.CurrentVersion)
 
 	for _, m := range st.Members {
-		// A member that never reported a status (not started, or not answering since the operator
-		// started) has no size: zero is not a size a database file has.
+		// A member that did not answer this reconcile's status request (or every member, while etcd
+		// cannot be reached) has no size: zero is not a size a database file has.
 		if m.DBSizeBytes > 0 {
 			gauge(descMemberDBSize, float64(m.DBSizeBytes), m.Name)
 			gauge(descMemberDBSizeInUse, float64(m.DBSizeInUseBytes), m.Name)
