@@ -270,7 +270,8 @@ func (r *EtcdClusterReconciler) patchStatus(ctx context.Context, before, after *
 // (owned by the StatefulSet, so mapped back through the instance label).
 func (r *EtcdClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := r.controllerBuilder(mgr)
-	if err := registerClusterCollector(metrics.Registry, r.metrics); err != nil {
+	var err error
+	if r.metrics, err = registerClusterCollector(metrics.Registry, r.metrics); err != nil {
 		return err
 	}
 	return b.Complete(r)

@@ -211,17 +211,19 @@ func (cc *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// registerClusterCollector registers cc with reg. A collector registered earlier (by an earlier Setup in
-// the same process) is replaced: the series served are those of the newest reconciler.
-func registerClusterCollector(reg prometheus.Registerer, cc *clusterCollector) error {
+// registerClusterCollector registers cc with reg and returns the collector the reconciler reports to: cc,
+// or the one an earlier Setup in the same process registered (managers of other namespaces in tests, or a
+// restarted manager), which then holds the clusters of every reconciler.
+func registerClusterCollector(reg prometheus.Registerer, cc *clusterCollector) (*clusterCollector, error) {
 	err := reg.Register(cc)
 	var already prometheus.AlreadyRegisteredError
-	if !errors.As(err, &already) {
-		return err
+	if errors.As(err, &already) {
+		if existing, ok := already.ExistingCollector.(*clusterCollector); ok {
+			return existing, nil
+		}
 	}
-	if already.ExistingCollector == prometheus.Collector(cc) {
-		return nil
+	if err != nil {
+		return nil, err
 	}
-	reg.Unregister(already.ExistingCollector)
-	return reg.Register(cc)
+	return cc, nil
 }

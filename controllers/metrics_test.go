@@ -232,18 +232,23 @@ etcd_operator_cluster_info{cluster="new",current_version="",namespace="ns",versi
 	}
 }
 
-// TestClusterCollectorRegistration: registering again (a second Setup in one process) replaces the
-// collector, so the registry serves the newest reconciler's clusters, once.
+// TestClusterCollectorRegistration: a second Setup in one process (another manager, or a restarted one)
+// reports to the collector already registered, so the registry serves every reconciler's clusters, once.
 func TestClusterCollectorRegistration(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	first, second := newClusterCollector(), newClusterCollector()
-	first.observe(metricsCluster("ns", "old"))
-	second.observe(metricsCluster("ns", "new"))
-	for _, cc := range []*clusterCollector{first, first, second} {
-		if err := registerClusterCollector(reg, cc); err != nil {
-			t.Fatal(err)
-		}
+	first, err := registerClusterCollector(reg, newClusterCollector())
+	if err != nil {
+		t.Fatal(err)
 	}
+	second, err := registerClusterCollector(reg, newClusterCollector())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second != first {
+		t.Fatal("a second registration got a collector the registry does not serve")
+	}
+	first.observe(metricsCluster("a", "one"))
+	second.observe(metricsCluster("b", "two"))
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -261,8 +266,14 @@ func TestClusterCollectorRegistration(t *testing.T) {
 			}
 		}
 	}
-	if len(clusters) != 1 || clusters[0] != "new" {
-		t.Fatalf("registry serves clusters %v, want only the second collector's [new]", clusters)
+	if strings.Join(clusters, ",") != "one,two" {
+		t.Fatalf("registry serves clusters %v, want [one two]", clusters)
+	}
+	// A registry already serving another metric of one of these names refuses the collector.
+	other := prometheus.NewPedanticRegistry()
+	other.MustRegister(prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "etcd_operator_cluster_quorum", Help: "other"}, clusterLabels))
+	if _, err := registerClusterCollector(other, newClusterCollector()); err == nil {
+		t.Fatal("a conflicting collector was registered")
 	}
 }
 

@@ -83,8 +83,10 @@ var _ = BeforeSuite(func() {
 		Recorder:  mgr.GetEventRecorder("etcd-operator"),
 		Options:   resources.DefaultOptions(),
 	}
-	Expect(r.controllerBuilder(mgr).Complete(countingReconciler{r})).To(Succeed())
-	Expect(registerClusterCollector(metrics.Registry, r.metrics)).To(Succeed())
+	b := r.controllerBuilder(mgr)
+	r.metrics, err = registerClusterCollector(metrics.Registry, r.metrics)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(b.Complete(countingReconciler{r})).To(Succeed())
 	Expect((&EtcdBackupReconciler{
 		Client:   mgr.GetClient(),
 		Scheme:   mgr.GetScheme(),
