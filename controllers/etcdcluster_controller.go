@@ -12,6 +12,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -70,6 +72,8 @@ type EtcdClusterReconciler struct {
 	reported *conditionMemory
 	// unchanged remembers the managed objects last found as desired (apply.go); nil remembers none.
 	unchanged *noopCache
+	// metrics holds the clusters' series the manager's metrics endpoint serves (metrics.go); nil exports none.
+	metrics *clusterCollector
 }
 
 // objects applies the cluster's managed objects (applyIfChanged).
@@ -126,9 +130,13 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	// 1. Read the cluster.
 	cluster := &etcdv1alpha1.EtcdCluster{}
 	if err := r.Get(ctx, req.NamespacedName, cluster); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.metrics.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !cluster.DeletionTimestamp.IsZero() {
+		r.metrics.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	// 1b. A cluster without a recorded TLS choice gets one first (settleTLS); the update brings it back.
@@ -156,6 +164,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	// 5. (deferred) Report, whatever happened in step 4.
 	defer func() {
 		cluster.Status = computeStatus(cluster, s.obs, s.decision, s.space, s.applied.names, retErr, r.now())
+		r.metrics.observe(cluster)
 		s.applied.record(r.Recorder, cluster)
 		if retErr != nil {
 			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, ReasonReconcileFailed, "Reconcile", "%v", retErr)
@@ -246,6 +255,7 @@ func (r *EtcdClusterReconciler) reportObserveFailure(ctx context.Context, before
 		c.Status.Phase = phaseOf(c, c.Status.Conditions)
 	}
 	r.recordTransitions(before, c)
+	r.metrics.observe(c)
 	if perr := r.patchStatus(ctx, before, c); perr != nil {
 		logf.FromContext(ctx).Error(perr, "cannot report the failed observation")
 	}
@@ -259,11 +269,16 @@ func (r *EtcdClusterReconciler) patchStatus(ctx context.Context, before, after *
 // SetupWithManager registers the controller: it watches clusters, the objects they own, and member pods
 // (owned by the StatefulSet, so mapped back through the instance label).
 func (r *EtcdClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return r.controllerBuilder(mgr).Complete(r)
+	b := r.controllerBuilder(mgr)
+	var err error
+	if r.metrics, err = registerClusterCollector(metrics.Registry, r.metrics); err != nil {
+		return err
+	}
+	return b.Complete(r)
 }
 
 func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) *builder.TypedBuilder[reconcile.Request] {
-	r.reported, r.unchanged = newConditionMemory(), newNoopCache()
+	r.reported, r.unchanged, r.metrics = newConditionMemory(), newNoopCache(), newClusterCollector()
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1alpha1.EtcdCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&appsv1.StatefulSet{}).

@@ -404,8 +404,10 @@ var _ = Describe("EtcdCluster controller", func() {
 		c := newCluster(watchedNS)
 		createAndSettle(ctx, c)
 		Expect(c.Finalizers).To(BeEmpty(), "deletion needs no work of the operator")
+		Expect(registrySeries("etcd_operator_cluster_members", c)).To(Equal(4), "a member count per state, on the metrics endpoint")
 		Expect(k8sClient.Delete(ctx, c)).To(Succeed())
 		Eventually(func() bool { return apierrors.IsNotFound(get(ctx, c)) }, timeout, interval).Should(BeTrue())
+		Eventually(func() int { return registrySeries("", c) }, timeout, interval).Should(BeZero(), "a deleted cluster's series are dropped")
 		// envtest runs no garbage collector; owner references (checked above) are what it acts on, and
 		// the e2e suite proves the cleanup on a real cluster.
 	})

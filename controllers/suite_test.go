@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
@@ -82,7 +83,10 @@ var _ = BeforeSuite(func() {
 		Recorder:  mgr.GetEventRecorder("etcd-operator"),
 		Options:   resources.DefaultOptions(),
 	}
-	Expect(r.controllerBuilder(mgr).Complete(countingReconciler{r})).To(Succeed())
+	b := r.controllerBuilder(mgr)
+	r.metrics, err = registerClusterCollector(metrics.Registry, r.metrics)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(b.Complete(countingReconciler{r})).To(Succeed())
 	Expect((&EtcdBackupReconciler{
 		Client:   mgr.GetClient(),
 		Scheme:   mgr.GetScheme(),

@@ -1,0 +1,229 @@
+package controllers
+
+import (
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/etcd"
+	"github.com/seedops/etcd-operator/internal/resources"
+)
+
+// Per-cluster metrics, derived from the status each reconcile computes (docs/metrics.md). Every series
+// carries the cluster's namespace and name; the only other labels take a bounded set of values: member
+// names (one per member, at most 7 voting members), certificate names, condition types, alarm types and
+// versions.
+
+const metricsPrefix = "etcd_operator_"
+
+// Member states of etcd_operator_cluster_members: each member counts once, in the first state that applies.
+const (
+	memberStateUnknown   = "unknown"
+	memberStateUnhealthy = "unhealthy"
+	memberStateLearner   = "learner"
+	memberStateVoter     = "voter"
+)
+
+var (
+	clusterLabels = []string{"namespace", "cluster"}
+
+	descClusterMembers = prometheus.NewDesc(metricsPrefix+"cluster_members",
+		"Members in the cluster's status by state, each counted once in the first state that applies: "+
+			"unknown (in etcd but not added by the operator), unhealthy, learner, voter (healthy voting member).",
+		append(clusterLabels, "state"), nil)
+	descClusterHasLeader = prometheus.NewDesc(metricsPrefix+"cluster_has_leader",
+		"1 when a member of the cluster reports itself the raft leader, else 0 (also when etcd cannot be reached).",
+		clusterLabels, nil)
+	descClusterQuorum = prometheus.NewDesc(metricsPrefix+"cluster_quorum",
+		"1 when the cluster's Available condition is True (a quorum of members is healthy), else 0.",
+		clusterLabels, nil)
+	descClusterCondition = prometheus.NewDesc(metricsPrefix+"cluster_condition",
+		"1 when the status condition is True, 0 when False or Unknown; absent conditions have no series.",
+		append(clusterLabels, "condition"), nil)
+	descClusterAlarms = prometheus.NewDesc(metricsPrefix+"cluster_alarms",
+		"Active etcd alarms by type (one per member raising it).",
+		append(clusterLabels, "alarm"), nil)
+	descClusterDBQuota = prometheus.NewDesc(metricsPrefix+"cluster_db_quota_bytes",
+		"The members' configured database space quota (spec.etcd.quotaBackendSize, or the default derived from spec.storageSize).",
+		clusterLabels, nil)
+	descClusterInfo = prometheus.NewDesc(metricsPrefix+"cluster_info",
+		"Always 1: the desired etcd version and the version the members report (the lowest, while an upgrade runs).",
+		append(clusterLabels, "version", "current_version"), nil)
+	descMemberDBSize = prometheus.NewDesc(metricsPrefix+"member_db_size_bytes",
+		"Size of the member's backend database file, as last reported by the member.",
+		append(clusterLabels, "member"), nil)
+	descMemberDBSizeInUse = prometheus.NewDesc(metricsPrefix+"member_db_size_in_use_bytes",
+		"Part of the member's database file that holds data, as last reported by the member.",
+		append(clusterLabels, "member"), nil)
+	descBackupLastSuccess = prometheus.NewDesc(metricsPrefix+"backup_last_success_timestamp_seconds",
+		"Unix time the cluster's last successful backup finished.",
+		clusterLabels, nil)
+	descCertificateExpiry = prometheus.NewDesc(metricsPrefix+"certificate_expiry_timestamp_seconds",
+		"Unix time the operator-managed certificate expires.",
+		append(clusterLabels, "certificate"), nil)
+
+	allClusterDescs = []*prometheus.Desc{descClusterMembers, descClusterHasLeader, descClusterQuorum, descClusterCondition,
+		descClusterAlarms, descClusterDBQuota, descClusterInfo, descMemberDBSize, descMemberDBSizeInUse, descBackupLastSuccess,
+		descCertificateExpiry}
+
+	// metricConditions are the condition types exported, in order.
+	metricConditions = []string{etcdv1alpha1.ConditionAvailable, etcdv1alpha1.ConditionProgressing,
+		etcdv1alpha1.ConditionDegraded, etcdv1alpha1.ConditionBackupSucceeded}
+	// metricAlarms are the alarm types always exported (zero when none is active).
+	metricAlarms = []etcd.AlarmType{etcd.AlarmNoSpace, etcd.AlarmCorrupt}
+)
+
+// clusterMetrics derives the cluster's series from c's status (and the database quota from its spec). It is
+// pure: no API calls, no clock.
+func clusterMetrics(c *etcdv1alpha1.EtcdCluster) []prometheus.Metric {
+	ns, name := c.Namespace, c.Name
+	var out []prometheus.Metric
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		out = append(out, prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{ns, name}, labels...)...))
+	}
+	st := &c.Status
+
+	counts := map[string]int{}
+	leader := false
+	for _, m := range st.Members {
+		switch {
+		case m.Unknown:
+			counts[memberStateUnknown]++
+		case !m.Healthy:
+			counts[memberStateUnhealthy]++
+		case m.Learner:
+			counts[memberStateLearner]++
+		default:
+			counts[memberStateVoter]++
+		}
+		leader = leader || m.Leader
+	}
+	for _, s := range []string{memberStateVoter, memberStateLearner, memberStateUnhealthy, memberStateUnknown} {
+		gauge(descClusterMembers, float64(counts[s]), s)
+	}
+	gauge(descClusterHasLeader, boolValue(leader))
+	gauge(descClusterQuorum, boolValue(meta.IsStatusConditionTrue(st.Conditions, etcdv1alpha1.ConditionAvailable)))
+	for _, t := range metricConditions {
+		if cond := meta.FindStatusCondition(st.Conditions, t); cond != nil {
+			gauge(descClusterCondition, boolValue(cond.Status == metav1.ConditionTrue), t)
+		}
+	}
+
+	alarms := map[string]int{}
+	for _, a := range st.Alarms {
+		typ, _, _ := strings.Cut(a, " on ")
+		alarms[typ]++
+	}
+	for _, t := range metricAlarms {
+		gauge(descClusterAlarms, float64(alarms[string(t)]), string(t))
+	}
+	gauge(descClusterDBQuota, float64(resources.QuotaBackendBytes(c)))
+	gauge(descClusterInfo, 1, c.Spec.Version, st.CurrentVersion)
+
+	for _, m := range st.Members {
+		// A member that did not answer this reconcile's status request (or every member, while etcd
+		// cannot be reached) has no size: zero is not a size a database file has.
+		if m.DBSizeBytes > 0 {
+			gauge(descMemberDBSize, float64(m.DBSizeBytes), m.Name)
+			gauge(descMemberDBSizeInUse, float64(m.DBSizeInUseBytes), m.Name)
+		}
+	}
+	if st.LastBackupTime != nil {
+		gauge(descBackupLastSuccess, unixSeconds(*st.LastBackupTime))
+	}
+	if st.TLS != nil {
+		for _, cert := range st.TLS.Certificates {
+			gauge(descCertificateExpiry, unixSeconds(cert.NotAfter), cert.Name)
+		}
+	}
+	return out
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func unixSeconds(t metav1.Time) float64 {
+	return float64(t.UnixNano()) / 1e9
+}
+
+// clusterCollector is a prometheus.Collector of the series of every cluster the reconciler last reported:
+// each report replaces the cluster's series (so those of a member that left disappear), and a deleted
+// cluster's are forgotten. A nil collector does nothing.
+type clusterCollector struct {
+	mu       sync.Mutex
+	clusters map[types.NamespacedName][]prometheus.Metric
+}
+
+func newClusterCollector() *clusterCollector {
+	return &clusterCollector{clusters: map[types.NamespacedName][]prometheus.Metric{}}
+}
+
+// observe replaces c's series with those of its current status.
+func (cc *clusterCollector) observe(c *etcdv1alpha1.EtcdCluster) {
+	if cc == nil {
+		return
+	}
+	series := clusterMetrics(c)
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	cc.clusters[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = series
+}
+
+// forget drops the series of a cluster that is gone or being deleted.
+func (cc *clusterCollector) forget(key types.NamespacedName) {
+	if cc == nil {
+		return
+	}
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	delete(cc.clusters, key)
+}
+
+// Describe implements prometheus.Collector.
+func (cc *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range allClusterDescs {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (cc *clusterCollector) Collect(ch chan<- prometheus.Metric) {
+	cc.mu.Lock()
+	all := make([][]prometheus.Metric, 0, len(cc.clusters))
+	for _, series := range cc.clusters {
+		all = append(all, series)
+	}
+	cc.mu.Unlock()
+	for _, series := range all {
+		for _, m := range series {
+			ch <- m
+		}
+	}
+}
+
+// registerClusterCollector registers cc with reg and returns the collector the reconciler reports to: cc,
+// or the one an earlier Setup in the same process registered (managers of other namespaces in tests, or a
+// restarted manager), which then holds the clusters of every reconciler.
+func registerClusterCollector(reg prometheus.Registerer, cc *clusterCollector) (*clusterCollector, error) {
+	err := reg.Register(cc)
+	var already prometheus.AlreadyRegisteredError
+	if errors.As(err, &already) {
+		if existing, ok := already.ExistingCollector.(*clusterCollector); ok {
+			return existing, nil
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return cc, nil
+}
