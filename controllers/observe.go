@@ -517,7 +517,15 @@ func podUpToDate(p *corev1.Pod, c *etcdv1alpha1.EtcdCluster, sts *appsv1.Statefu
 // passing states of a starting container (ContainerCreating, PodInitializing); "" otherwise.
 func podCannotStart(p *corev1.Pod) string {
 	for _, st := range p.Status.ContainerStatuses {
-		if st.Name != "etcd" || st.State.Waiting == nil {
+		if st.Name != "etcd" {
+			continue
+		}
+		// Between a crash and the kubelet's back-off the container shows as exited: a crash loop (an etcd
+		// flag it refuses, say) must not look like a member that merely stopped for that moment.
+		if t := st.State.Terminated; t != nil && t.ExitCode != 0 && st.RestartCount > 0 {
+			return fmt.Sprintf("%s: exit code %d, restarted %d times", t.Reason, t.ExitCode, st.RestartCount)
+		}
+		if st.State.Waiting == nil {
 			continue
 		}
 		switch reason := st.State.Waiting.Reason; reason {

@@ -63,3 +63,37 @@ func TestStatusSaysWhyWhenObservationFails(t *testing.T) {
 		t.Errorf("Degraded %+v", d)
 	}
 }
+
+// TestPodCannotStart: the kubelet's reasons a member's etcd cannot run, including the moment between a
+// crash and the back-off, and none for a container that is starting, running or exited once.
+func TestPodCannotStart(t *testing.T) {
+	pod := func(st corev1.ContainerState, restarts int32) *corev1.Pod {
+		return &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
+			{Name: "member-gate", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}},
+			{Name: "etcd", State: st, RestartCount: restarts},
+		}}}
+	}
+	waiting := func(reason, msg string) corev1.ContainerState {
+		return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}
+	}
+	exited := func(code int32) corev1.ContainerState {
+		return corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: code}}
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want string
+	}{
+		{"image missing", pod(waiting("ImagePullBackOff", "Back-off pulling image"), 0), "ImagePullBackOff: Back-off pulling image"},
+		{"crash loop", pod(waiting("CrashLoopBackOff", ""), 3), "CrashLoopBackOff"},
+		{"exited again, before the back-off", pod(exited(1), 3), "Error: exit code 1, restarted 3 times"},
+		{"exited once", pod(exited(1), 0), ""},
+		{"stopped cleanly", pod(exited(0), 2), ""},
+		{"creating", pod(waiting("ContainerCreating", ""), 0), ""},
+		{"running", pod(corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}, 1), ""},
+	} {
+		if got := podCannotStart(tc.pod); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

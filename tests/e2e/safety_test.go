@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -61,24 +62,13 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 		Expect(stuck).NotTo(Equal(leaderBefore), "the leader was restarted before the followers")
 		// The restart onto the new version is the one change the operator makes; from here on none.
-		restarted := podUIDs(c)
-		Expect(restarted[stuck]).NotTo(Equal(pods[stuck]))
-		for name, uid := range pods {
-			if name != stuck {
-				Expect(restarted[name]).To(Equal(uid), "pod %s was restarted as well", name)
-			}
-		}
-		pods = restarted
+		pods = onlyRestarted(c, pods, stuck)
 		stuckOrdinal := strings.TrimPrefix(stuck, c.Name+"-")
 
 		By("waiting for the status to report the stall")
 		Eventually(func(g Gomega) {
 			cur := fw.GetCluster(c)
-			g.Expect(cur.Status.ObservedGeneration).To(Equal(cur.Generation))
-			deg := meta.FindStatusCondition(cur.Status.Conditions, etcdv1alpha1.ConditionDegraded)
-			g.Expect(deg).NotTo(BeNil())
-			g.Expect(deg.Status).To(Equal(metav1.ConditionTrue))
-			g.Expect(deg.Reason).To(Equal("MemberCannotStart"))
+			expectStuckMemberReported(g, cur, stuckOrdinal)
 			prog := meta.FindStatusCondition(cur.Status.Conditions, etcdv1alpha1.ConditionProgressing)
 			g.Expect(prog).NotTo(BeNil())
 			g.Expect(prog.Status).To(Equal(metav1.ConditionFalse))
@@ -86,8 +76,6 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 			g.Expect(prog.Message).To(ContainSubstring("member "+stuckOrdinal+" ("), "names the stuck member")
 			g.Expect(prog.Message).To(Or(ContainSubstring("ErrImagePull"), ContainSubstring("ImagePullBackOff")),
 				"names the pod's reason")
-			g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1alpha1.ConditionAvailable)).To(BeTrue(),
-				"two of three members run: quorum holds")
 		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 		framework.ReportDuration("stall reported", time.Since(start))
 
@@ -125,6 +113,75 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 		Eventually(func(g Gomega) { expectSameClaims(g, c, claims) }).Should(Succeed())
 		delete(pods, stuck)
 		Eventually(func(g Gomega) { expectSamePods(g, c, pods) }).Should(Succeed())
+
+		w.WaitProgress(20, time.Minute)
+		w.StopAndVerify(c)
+		s.verify()
+	})
+
+	It("stalls on an etcd flag with a typo, changes nothing more, and rolls the corrected settings to every member", func() {
+		const typo, flag = "experimental-compaction-batch-limt", "experimental-compaction-batch-limit"
+		_, c, w, s, before := startSafetyScenario("badflag")
+		ids, claims, pods := before.ids, before.claims, before.pods
+		leaderBefore, err := leaderPod(c)
+		Expect(err).NotTo(HaveOccurred())
+		start := time.Now()
+		s.expectChange(fw.GetCluster(c).Generation+1, "flag "+typo, func(t safetyTruth) bool {
+			return t.allPodsWithArg("--"+typo+"=500", 3)
+		})
+		fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Etcd.ExtraFlags = map[string]string{typo: "500"} })
+
+		By("waiting for one follower to be restarted with the flag etcd refuses")
+		var stuck string
+		Eventually(func(g Gomega) {
+			var withFlag []string
+			for _, p := range fw.MemberPods(c) {
+				if slices.Contains(p.Spec.Containers[0].Args, "--"+typo+"=500") {
+					withFlag = append(withFlag, p.Name)
+				}
+			}
+			g.Expect(withFlag).To(HaveLen(1))
+			stuck = withFlag[0]
+		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		Expect(stuck).NotTo(Equal(leaderBefore), "the leader was restarted before the followers")
+		pods = onlyRestarted(c, pods, stuck)
+		stuckOrdinal := strings.TrimPrefix(stuck, c.Name+"-")
+
+		By("waiting for the status to report the member that cannot start")
+		Eventually(func(g Gomega) {
+			expectStuckMemberReported(g, fw.GetCluster(c), stuckOrdinal)
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		framework.ReportDuration("flag typo reported", time.Since(start))
+
+		By("checking that nothing more changes while the member crash-loops")
+		Consistently(func(g Gomega) {
+			expectSameMembers(g, c, ids, stuck)
+			expectSameClaims(g, c, claims)
+			expectSamePods(g, c, pods)
+		}).WithTimeout(30 * time.Second).WithPolling(2 * time.Second).Should(Succeed())
+		w.WaitProgress(20, time.Minute)
+
+		By("correcting the flag's name")
+		start = time.Now()
+		s.expectChange(fw.GetCluster(c).Generation+1, "flag "+flag, func(t safetyTruth) bool {
+			return t.allPodsWithArg("--"+flag+"=500", 3) && t.healthyVoters() == 3
+		})
+		fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Etcd.ExtraFlags = map[string]string{flag: "500"} })
+		Eventually(func(g Gomega) {
+			cur := fw.GetCluster(c)
+			g.Expect(meta.IsStatusConditionFalse(cur.Status.Conditions, etcdv1alpha1.ConditionDegraded)).To(BeTrue(),
+				"conditions: %+v", cur.Status.Conditions)
+			g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1alpha1.ConditionAvailable)).To(BeTrue())
+			members := fw.MemberPods(c)
+			g.Expect(members).To(HaveLen(3))
+			for _, p := range members {
+				g.Expect(p.Spec.Containers[0].Args).To(Equal([]string{"--" + flag + "=500"}), "pod %s", p.Name)
+				g.Expect(framework.PodReady(&p)).To(BeTrue(), "pod %s", p.Name)
+			}
+		}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		framework.ReportDuration("corrected settings rolled to every member", time.Since(start))
+		Expect(memberIDsByName(c, 3)).To(Equal(ids), "member IDs: every member restarted with its data")
+		Eventually(func(g Gomega) { expectSameClaims(g, c, claims) }).Should(Succeed())
 
 		w.WaitProgress(20, time.Minute)
 		w.StopAndVerify(c)
@@ -415,6 +472,45 @@ func (t safetyTruth) readyPods() int {
 		}
 	}
 	return n
+}
+
+// onlyRestarted checks that of the member pods (UIDs by name) only stuck was restarted, and returns the
+// pods' UIDs now.
+func onlyRestarted(c *etcdv1alpha1.EtcdCluster, pods map[string]string, stuck string) map[string]string {
+	restarted := podUIDs(c)
+	ExpectWithOffset(1, restarted[stuck]).NotTo(Equal(pods[stuck]), "pod %s was not restarted", stuck)
+	for name, uid := range pods {
+		if name != stuck {
+			ExpectWithOffset(1, restarted[name]).To(Equal(uid), "pod %s was restarted as well", name)
+		}
+	}
+	return restarted
+}
+
+// expectStuckMemberReported: status is current and says Degraded (MemberCannotStart) naming the member of
+// the given ordinal, while the other two keep the cluster Available.
+func expectStuckMemberReported(g Gomega, cur *etcdv1alpha1.EtcdCluster, ordinal string) {
+	g.Expect(cur.Status.ObservedGeneration).To(Equal(cur.Generation))
+	deg := meta.FindStatusCondition(cur.Status.Conditions, etcdv1alpha1.ConditionDegraded)
+	g.Expect(deg).NotTo(BeNil())
+	g.Expect(deg.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(deg.Reason).To(Equal("MemberCannotStart"))
+	g.Expect(deg.Message).To(ContainSubstring("member "+ordinal+" ("), "names the stuck member")
+	g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1alpha1.ConditionAvailable)).To(BeTrue(),
+		"two of three members run: quorum holds")
+}
+
+// allPodsWithArg: exactly n member pods, each ready with arg among its etcd container's arguments.
+func (t safetyTruth) allPodsWithArg(arg string, n int) bool {
+	if len(t.pods) != n {
+		return false
+	}
+	for i := range t.pods {
+		if !slices.Contains(t.pods[i].Spec.Containers[0].Args, arg) || !framework.PodReady(&t.pods[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // allPodsOn: exactly n member pods, each ready on image.
