@@ -1,8 +1,9 @@
 // Package prometheus checks the alerting rules of config/prometheus/alerts.yaml against the operator: every
 // metric an expression selects is one the operator exports (controllers.MetricNames) or a controller-runtime
 // metric of one of its controllers, and every alert carries the labels and annotations its runbook and
-// routing rely on. promtool (make test-alerts) checks what the rules do; this checks that they still refer
-// to what exists, so renaming a metric or a controller fails here.
+// routing rely on, and a promtool test case that fires and one that must not. promtool (make test-alerts)
+// checks what the rules do; this checks that they still refer to what exists, so renaming a metric or a
+// controller fails here.
 package prometheus
 
 import (
@@ -231,4 +232,48 @@ func headingAnchors(t *testing.T, path string) []string {
 		t.Fatal(err)
 	}
 	return anchors
+}
+
+// TestEveryAlertIsUnitTested checks that tests/prometheus/alerts_test.yaml has, for every alert, a case
+// where it must not fire and, for each of its severities, a case where it fires.
+func TestEveryAlertIsUnitTested(t *testing.T) {
+	data, err := os.ReadFile("alerts_test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tests struct {
+		Tests []struct {
+			AlertRuleTest []struct {
+				Alertname string `json:"alertname"`
+				ExpAlerts []struct {
+					ExpLabels map[string]string `json:"exp_labels"`
+				} `json:"exp_alerts"`
+			} `json:"alert_rule_test"`
+		} `json:"tests"`
+	}
+	if err := yaml.Unmarshal(data, &tests); err != nil {
+		t.Fatal(err)
+	}
+	fires, silent := map[string]bool{}, map[string]bool{}
+	for _, group := range tests.Tests {
+		for _, c := range group.AlertRuleTest {
+			if len(c.ExpAlerts) == 0 {
+				silent[c.Alertname] = true
+			}
+			for _, a := range c.ExpAlerts {
+				fires[c.Alertname+"/"+a.ExpLabels["severity"]] = true
+			}
+		}
+	}
+	for _, r := range loadRules(t) {
+		if r.Alert == "" {
+			continue
+		}
+		if !fires[r.Alert+"/"+r.Labels["severity"]] {
+			t.Errorf("%s (severity %s): no promtool test case where it fires", r.Alert, r.Labels["severity"])
+		}
+		if !silent[r.Alert] {
+			t.Errorf("%s: no promtool test case where it must not fire", r.Alert)
+		}
+	}
 }
