@@ -180,7 +180,7 @@ func (r *EtcdBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&etcdv1alpha1.EtcdBackup{}).
 		Owns(&batchv1.Job{}).
 		Watches(&etcdv1alpha1.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToPendingBackups)).
-		Named("etcdbackup").
+		Named(BackupControllerName).
 		Complete(r)
 }
 

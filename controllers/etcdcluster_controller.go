@@ -294,7 +294,7 @@ func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) *builder.Typ
 		// A restored cluster waits for its EtcdBackup to succeed.
 		Watches(&etcdv1alpha1.EtcdBackup{}, handler.EnqueueRequestsFromMapFunc(r.backupToRestoringClusters)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
-		Named("etcdcluster")
+		Named(ClusterControllerName)
 }
 
 // backupJobToCluster maps a backup Job to its cluster through the instance label.

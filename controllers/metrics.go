@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 
@@ -22,6 +23,12 @@ import (
 
 const metricsPrefix = "etcd_operator_"
 
+// The controllers' names: the controller label of controller-runtime's metrics (controller_runtime_reconcile_*).
+const (
+	ClusterControllerName = "etcdcluster"
+	BackupControllerName  = "etcdbackup"
+)
+
 // Member states of etcd_operator_cluster_members: each member counts once, in the first state that applies.
 const (
 	memberStateUnknown   = "unknown"
@@ -33,38 +40,42 @@ const (
 var (
 	clusterLabels = []string{"namespace", "cluster"}
 
-	descClusterMembers = prometheus.NewDesc(metricsPrefix+"cluster_members",
+	// metricNames collects every name newClusterDesc is given, so MetricNames cannot drift from the
+	// descriptors.
+	metricNames []string
+
+	descClusterMembers = newClusterDesc("cluster_members",
 		"Members in the cluster's status by state, each counted once in the first state that applies: "+
 			"unknown (in etcd but not added by the operator), unhealthy, learner, voter (healthy voting member).",
 		append(clusterLabels, "state"), nil)
-	descClusterHasLeader = prometheus.NewDesc(metricsPrefix+"cluster_has_leader",
+	descClusterHasLeader = newClusterDesc("cluster_has_leader",
 		"1 when a member of the cluster reports itself the raft leader, else 0 (also when etcd cannot be reached).",
 		clusterLabels, nil)
-	descClusterQuorum = prometheus.NewDesc(metricsPrefix+"cluster_quorum",
+	descClusterQuorum = newClusterDesc("cluster_quorum",
 		"1 when the cluster's Available condition is True (a quorum of members is healthy), else 0.",
 		clusterLabels, nil)
-	descClusterCondition = prometheus.NewDesc(metricsPrefix+"cluster_condition",
+	descClusterCondition = newClusterDesc("cluster_condition",
 		"1 when the status condition is True, 0 when False or Unknown; absent conditions have no series.",
 		append(clusterLabels, "condition"), nil)
-	descClusterAlarms = prometheus.NewDesc(metricsPrefix+"cluster_alarms",
+	descClusterAlarms = newClusterDesc("cluster_alarms",
 		"Active etcd alarms by type (one per member raising it).",
 		append(clusterLabels, "alarm"), nil)
-	descClusterDBQuota = prometheus.NewDesc(metricsPrefix+"cluster_db_quota_bytes",
+	descClusterDBQuota = newClusterDesc("cluster_db_quota_bytes",
 		"The members' configured database space quota (spec.etcd.quotaBackendSize, or the default derived from spec.storageSize).",
 		clusterLabels, nil)
-	descClusterInfo = prometheus.NewDesc(metricsPrefix+"cluster_info",
+	descClusterInfo = newClusterDesc("cluster_info",
 		"Always 1: the desired etcd version and the version the members report (the lowest, while an upgrade runs).",
 		append(clusterLabels, "version", "current_version"), nil)
-	descMemberDBSize = prometheus.NewDesc(metricsPrefix+"member_db_size_bytes",
+	descMemberDBSize = newClusterDesc("member_db_size_bytes",
 		"Size of the member's backend database file, as last reported by the member.",
 		append(clusterLabels, "member"), nil)
-	descMemberDBSizeInUse = prometheus.NewDesc(metricsPrefix+"member_db_size_in_use_bytes",
+	descMemberDBSizeInUse = newClusterDesc("member_db_size_in_use_bytes",
 		"Part of the member's database file that holds data, as last reported by the member.",
 		append(clusterLabels, "member"), nil)
-	descBackupLastSuccess = prometheus.NewDesc(metricsPrefix+"backup_last_success_timestamp_seconds",
+	descBackupLastSuccess = newClusterDesc("backup_last_success_timestamp_seconds",
 		"Unix time the cluster's last successful backup finished.",
 		clusterLabels, nil)
-	descCertificateExpiry = prometheus.NewDesc(metricsPrefix+"certificate_expiry_timestamp_seconds",
+	descCertificateExpiry = newClusterDesc("certificate_expiry_timestamp_seconds",
 		"Unix time the operator-managed certificate expires.",
 		append(clusterLabels, "certificate"), nil)
 
@@ -78,6 +89,18 @@ var (
 	// metricAlarms are the alarm types always exported (zero when none is active).
 	metricAlarms = []etcd.AlarmType{etcd.AlarmNoSpace, etcd.AlarmCorrupt}
 )
+
+// newClusterDesc creates the descriptor of the operator metric etcd_operator_<name> and records its name.
+func newClusterDesc(name, help string, labels []string, constLabels prometheus.Labels) *prometheus.Desc {
+	metricNames = append(metricNames, metricsPrefix+name)
+	return prometheus.NewDesc(metricsPrefix+name, help, labels, constLabels)
+}
+
+// MetricNames returns the name of every metric the operator exports for its clusters (docs/metrics.md),
+// for checks of queries and alerting rules that refer to them.
+func MetricNames() []string {
+	return slices.Clone(metricNames)
+}
 
 // clusterMetrics derives the cluster's series from c's status (and the database quota from its spec). It is
 // pure: no API calls, no clock.

@@ -1,0 +1,22 @@
+# Prometheus alerting rules (config/prometheus/alerts.yaml, runbooks in docs/alerts.md). Included by the
+# top Makefile.
+
+# promtool of Prometheus 3.16.0 (its Go module versions are v0.3xy.z for Prometheus 3.xy.z).
+PROMETHEUS_VERSION ?= v0.316.0
+PROMTOOL ?= $(LOCALBIN)/promtool-$(PROMETHEUS_VERSION)
+
+##@ Test
+
+.PHONY: test-alerts
+test-alerts: promtool ## Check the alerting rules, run their promtool unit tests and the check of their metric names and runbooks.
+	$(PROMTOOL) check rules config/prometheus/alerts.yaml
+	$(PROMTOOL) test rules tests/prometheus/*_test.yaml
+	go test ./tests/prometheus/
+
+##@ Tools (built from pinned sources into ./bin)
+
+.PHONY: promtool
+promtool: $(PROMTOOL) ## Build promtool from its pinned module (cold: ~5 min).
+$(PROMTOOL): | $(LOCALBIN)
+	@# Static (CGO_ENABLED=0), like the other tools built from the proxy.
+	tmp=$$(mktemp -d) && GOBIN=$$tmp CGO_ENABLED=0 go install github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION) && mv $$tmp/promtool $@ && rm -rf $$tmp
