@@ -84,9 +84,12 @@ lint: golangci-lint ## golangci-lint with the bug-finding linters of .golangci.y
 ##@ Test
 
 .PHONY: test
-test: manifests generate fmt vet envtest etcd minio ## Unit, golden-file, real-etcd, real-S3 and envtest suites, then bundle, catalog and OLM render validation (offline).
+test: manifests generate fmt vet envtest etcd minio ## Unit, golden-file, real-etcd, real-S3 and envtest suites, then the OLM render check (offline).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" ETCD_BIN_DIR="$(ETCD_BIN)" MINIO_BIN="$(MINIO)" go test -tags failpoints $$(go list ./... | grep -v /tests/e2e) -coverprofile cover.out
-	$(MAKE) bundle-validate olm-render-check
+	$(MAKE) olm-render-check
+
+.PHONY: test-bundle
+test-bundle: bundle-check bundle-validate ## bundle/ regenerates unchanged from config/ and the API markers, and it and catalog/ pass the OperatorHub, community and opm checks (offline).
 
 ##@ Benchmarks
 
