@@ -1,5 +1,5 @@
-# Prometheus alerting rules (config/prometheus/alerts.yaml, runbooks in docs/alerts.md). Included by the
-# top Makefile.
+# Prometheus alerting rules (config/prometheus/alerts.yaml, runbooks in docs/alerts.md) and the Grafana
+# dashboard (config/grafana). Included by the top Makefile.
 
 # promtool of Prometheus 3.16.0 (its Go module versions are v0.3xy.z for Prometheus 3.xy.z).
 PROMETHEUS_VERSION ?= v0.316.0
@@ -8,10 +8,10 @@ PROMTOOL ?= $(LOCALBIN)/promtool-$(PROMETHEUS_VERSION)
 ##@ Test
 
 .PHONY: test-alerts
-test-alerts: promtool ## Check the alerting rules, run their promtool unit tests and the check of their metric names and runbooks.
+test-alerts: promtool ## Check the alerting rules and run their promtool unit tests; check that the rules and the Grafana dashboard query metrics that exist, with PromQL that parses.
 	$(PROMTOOL) check rules config/prometheus/alerts.yaml
 	$(PROMTOOL) test rules tests/prometheus/*_test.yaml
-	go test ./tests/prometheus/
+	PROMTOOL=$(PROMTOOL) go test -tags promtool -count=1 ./tests/prometheus/
 
 ##@ Tools (built from pinned sources into ./bin)
 

@@ -1,6 +1,6 @@
-// Package prometheus checks the alerting rules of config/prometheus/alerts.yaml against the operator: every
-// metric an expression selects is one the operator exports (controllers.MetricNames) or a controller-runtime
-// metric of one of its controllers, and every alert carries the labels and annotations its runbook and
+// Package prometheus checks the alerting rules of config/prometheus/alerts.yaml and the Grafana dashboard of
+// config/grafana against the operator: every metric an expression selects is one the operator exports
+// (controllers.MetricNames) or a controller-runtime metric of one of its controllers, and every alert carries the labels and annotations its runbook and
 // routing rely on, and a promtool test case that fires and one that must not. promtool (make test-alerts)
 // checks what the rules do; this checks that they still refer to what exists, so renaming a metric or a
 // controller fails here.
@@ -31,8 +31,10 @@ var (
 
 	// controllerRuntimeMetrics are the controller-runtime metrics the rules may use; their controller label
 	// must name one of the operator's controllers.
-	controllerRuntimeMetrics = []string{"controller_runtime_reconcile_errors_total", "controller_runtime_reconcile_total"}
-	controllerNames          = []string{controllers.ClusterControllerName, controllers.BackupControllerName}
+	controllerRuntimeMetrics = []string{"controller_runtime_reconcile_errors_total", "controller_runtime_reconcile_total",
+		"controller_runtime_reconcile_time_seconds_bucket"}
+	controllerNames   = []string{controllers.ClusterControllerName, controllers.BackupControllerName}
+	controllerMatcher = regexp.MustCompile(`\bcontroller\s*(=~|=)\s*"([^"]*)"`)
 )
 
 type ruleFile struct {
@@ -129,40 +131,45 @@ func TestMetricNames(t *testing.T) {
 // TestRulesReferToExportedMetrics fails when an expression selects a metric the operator does not export
 // (a renamed or removed metric, a typo), or a controller-runtime metric of a controller it does not run.
 func TestRulesReferToExportedMetrics(t *testing.T) {
+	for _, r := range loadRules(t) {
+		checkExpr(t, r.Alert+r.Record, r.Expr)
+	}
+}
+
+// checkExpr reports, as errors of t named after where, every metric expr selects that is neither exported by
+// the operator nor a controller-runtime metric of one of its controllers.
+func checkExpr(t *testing.T, where, expr string) {
+	t.Helper()
 	exported := controllers.MetricNames()
 	if len(exported) == 0 {
 		t.Fatal("controllers.MetricNames() is empty")
 	}
-	controllerMatcher := regexp.MustCompile(`\bcontroller\s*(=~|=)\s*"([^"]*)"`)
-	for _, r := range loadRules(t) {
-		name := r.Alert + r.Record
-		names := metricNames(r.Expr)
-		if len(names) == 0 {
-			t.Errorf("%s: no metric name found in %q", name, r.Expr)
-		}
-		for _, m := range names {
-			switch {
-			case strings.HasPrefix(m, "etcd_operator_"):
-				if !slices.Contains(exported, m) {
-					t.Errorf("%s: %s is not a metric the operator exports (controllers.MetricNames: %q)", name, m, exported)
-				}
-			case slices.Contains(controllerRuntimeMetrics, m):
-				if !strings.Contains(r.Expr, "controller=") && !strings.Contains(r.Expr, "controller =") {
-					t.Errorf("%s: %s is selected without a controller matcher: it would count every controller in the process", name, m)
-				}
-			default:
-				t.Errorf("%s: %s is neither an operator metric nor one of %q", name, m, controllerRuntimeMetrics)
+	names := metricNames(expr)
+	if len(names) == 0 {
+		t.Errorf("%s: no metric name found in %q", where, expr)
+	}
+	for _, m := range names {
+		switch {
+		case strings.HasPrefix(m, "etcd_operator_"):
+			if !slices.Contains(exported, m) {
+				t.Errorf("%s: %s is not a metric the operator exports (controllers.MetricNames: %q)", where, m, exported)
 			}
-		}
-		for _, match := range controllerMatcher.FindAllStringSubmatch(r.Expr, -1) {
-			values := []string{match[2]}
-			if match[1] == "=~" {
-				values = strings.Split(match[2], "|")
+		case slices.Contains(controllerRuntimeMetrics, m):
+			if !controllerMatcher.MatchString(expr) {
+				t.Errorf("%s: %s is selected without a controller matcher: it would count every controller in the process", where, m)
 			}
-			for _, v := range values {
-				if !slices.Contains(controllerNames, v) {
-					t.Errorf("%s: controller %q is not one of the operator's controllers %q", name, v, controllerNames)
-				}
+		default:
+			t.Errorf("%s: %s is neither an operator metric nor one of %q", where, m, controllerRuntimeMetrics)
+		}
+	}
+	for _, match := range controllerMatcher.FindAllStringSubmatch(expr, -1) {
+		values := []string{match[2]}
+		if match[1] == "=~" {
+			values = strings.Split(match[2], "|")
+		}
+		for _, v := range values {
+			if !slices.Contains(controllerNames, v) {
+				t.Errorf("%s: controller %q is not one of the operator's controllers %q", where, v, controllerNames)
 			}
 		}
 	}
