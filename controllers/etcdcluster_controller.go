@@ -4,6 +4,7 @@ package controllers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -74,6 +76,9 @@ type EtcdClusterReconciler struct {
 	unchanged *noopCache
 	// metrics holds the clusters' series the manager's metrics endpoint serves (metrics.go); nil exports none.
 	metrics *clusterCollector
+	// podMonitors reads PodMonitors from the manager's cache where the API server serves the kind when the
+	// controller starts; nil where it does not, and then the operator creates none (objects.go).
+	podMonitors client.Reader
 }
 
 // objects applies the cluster's managed objects (applyIfChanged).
@@ -197,6 +202,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.reconcilePodDisruptionBudget,
 		r.reconcileNetworkPolicy,
 		r.reconcileBackupCronJob,
+		r.reconcilePodMonitor,
 		r.reconcileBackupPVC,
 		r.recordVolumes,
 		r.takeStep,
@@ -269,17 +275,19 @@ func (r *EtcdClusterReconciler) patchStatus(ctx context.Context, before, after *
 // SetupWithManager registers the controller: it watches clusters, the objects they own, and member pods
 // (owned by the StatefulSet, so mapped back through the instance label).
 func (r *EtcdClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b := r.controllerBuilder(mgr)
-	var err error
+	b, err := r.controllerBuilder(mgr)
+	if err != nil {
+		return err
+	}
 	if r.metrics, err = registerClusterCollector(metrics.Registry, r.metrics); err != nil {
 		return err
 	}
 	return b.Complete(r)
 }
 
-func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) *builder.TypedBuilder[reconcile.Request] {
+func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) (*builder.TypedBuilder[reconcile.Request], error) {
 	r.reported, r.unchanged, r.metrics = newConditionMemory(), newNoopCache(), newClusterCollector()
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1alpha1.EtcdCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Service{}).
@@ -295,6 +303,18 @@ func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) *builder.Typ
 		Watches(&etcdv1alpha1.EtcdBackup{}, handler.EnqueueRequestsFromMapFunc(r.backupToRestoringClusters)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Named(ClusterControllerName)
+	// PodMonitors only where prometheus-operator's CRD is installed when the operator starts (installed
+	// later, it takes an operator restart).
+	switch _, err := mgr.GetRESTMapper().RESTMapping(resources.PodMonitorGVK.GroupKind(), resources.PodMonitorGVK.Version); {
+	case err == nil:
+		podMonitor := &unstructured.Unstructured{}
+		podMonitor.SetGroupVersionKind(resources.PodMonitorGVK)
+		b = b.Owns(podMonitor)
+		r.podMonitors = mgr.GetCache()
+	case !meta.IsNoMatchError(err):
+		return nil, fmt.Errorf("look up the PodMonitor kind: %w", err)
+	}
+	return b, nil
 }
 
 // backupJobToCluster maps a backup Job to its cluster through the instance label.

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -61,7 +62,17 @@ func managed(c *etcdv1alpha1.EtcdCluster) map[string]client.Object {
 		"StatefulSet":         &appsv1.StatefulSet{ObjectMeta: meta(resources.StatefulSetName(c))},
 		"PodDisruptionBudget": &policyv1.PodDisruptionBudget{ObjectMeta: meta(resources.PDBName(c))},
 		"CronJob":             &batchv1.CronJob{ObjectMeta: meta(resources.BackupCronJobName(c))},
+		"PodMonitor":          podMonitor(c),
 	}
+}
+
+// podMonitor is the cluster's PodMonitor, to read (the suite installs prometheus-operator's kind).
+func podMonitor(c *etcdv1alpha1.EtcdCluster) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(resources.PodMonitorGVK)
+	u.SetNamespace(c.Namespace)
+	u.SetName(resources.PodMonitorName(c))
+	return u
 }
 
 func get(ctx context.Context, o client.Object) error {
@@ -287,6 +298,17 @@ var _ = Describe("EtcdCluster controller", func() {
 			func(o client.Object) { o.(*policyv1.PodDisruptionBudget).Spec.MinAvailable = ptr.To(intOrString(0)) },
 			func(g Gomega, o client.Object) {
 				g.Expect(o.(*policyv1.PodDisruptionBudget).Spec.MinAvailable.IntValue()).To(Equal(2))
+			}),
+		Entry("PodMonitor deleted", "PodMonitor", nil, nil),
+		Entry("PodMonitor edited", "PodMonitor",
+			func(o client.Object) {
+				u := o.(*unstructured.Unstructured)
+				Expect(unstructured.SetNestedField(u.Object, []any{map[string]any{"port": "client"}}, "spec", "podMetricsEndpoints")).To(Succeed())
+			},
+			func(g Gomega, o client.Object) {
+				endpoints, _, _ := unstructured.NestedSlice(o.(*unstructured.Unstructured).Object, "spec", "podMetricsEndpoints")
+				g.Expect(endpoints).To(HaveLen(1))
+				g.Expect(endpoints[0]).To(HaveKeyWithValue("port", "metrics"))
 			}),
 		Entry("CronJob deleted", "CronJob", nil, nil),
 		Entry("CronJob edited", "CronJob",

@@ -3,12 +3,15 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -169,4 +172,62 @@ func (r *EtcdClusterReconciler) reconcileNetworkPolicy(ctx context.Context, s *r
 		return err
 	}
 	return r.deleteOwned(ctx, c, &networkingv1.NetworkPolicy{}, resources.NetworkPolicyName(c), "NetworkPolicy", "spec.networkPolicy.enabled is false")
+}
+
+// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=podmonitors,verbs=get;list;watch;create;patch
+
+// reconcilePodMonitor applies the cluster's PodMonitor where the API server serves prometheus-operator's
+// PodMonitor kind (r.podMonitors, found when the controller starts); elsewhere the members' metrics are
+// still there to scrape, and nothing else changes. The object is compared with what the operator sets,
+// not as a whole, so fields the API server defaults cause no write.
+func (r *EtcdClusterReconciler) reconcilePodMonitor(ctx context.Context, s *reconcileScope) error {
+	if r.podMonitors == nil {
+		return nil
+	}
+	desired := resources.PodMonitor(s.cluster)
+	existing := &unstructured.Unstructured{}
+	existing.SetGroupVersionKind(resources.PodMonitorGVK)
+	err := r.podMonitors.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+	switch {
+	case err == nil && holds(existing.Object, desired.Object):
+		return nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return fmt.Errorf("get PodMonitor %s: %w", desired.GetName(), err)
+	}
+	if err := r.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply PodMonitor %s: %w", desired.GetName(), err)
+	}
+	s.applied.add(ctx, true, "PodMonitor", desired.GetName())
+	return nil
+}
+
+// holds reports whether have has every field of want with the same value: maps may hold more keys, lists
+// must match element by element.
+func holds(have, want any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		h, ok := have.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, wv := range w {
+			if hv, ok := h[k]; !ok || !holds(hv, wv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		h, ok := have.([]any)
+		if !ok || len(h) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !holds(h[i], w[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return reflect.DeepEqual(have, want)
+	}
 }

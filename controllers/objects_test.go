@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -34,3 +35,41 @@ var _ = Describe("EtcdCluster NetworkPolicy", func() {
 		Eventually(func() error { return k8sClient.Get(ctx, npKey, np) }, timeout, interval).Should(Satisfy(apierrors.IsNotFound))
 	})
 })
+
+func TestHolds(t *testing.T) {
+	want := map[string]any{
+		"metadata": map[string]any{"labels": map[string]any{"a": "1"}},
+		"spec":     map[string]any{"endpoints": []any{map[string]any{"port": "metrics"}}, "jobLabel": "x"},
+	}
+	for _, tc := range []struct {
+		name string
+		have any
+		held bool
+	}{
+		{"the same", want, true},
+		{"with fields the API server or another manager added", map[string]any{
+			"metadata": map[string]any{"labels": map[string]any{"a": "1", "release": "prom"}, "resourceVersion": "7"},
+			"spec":     map[string]any{"endpoints": []any{map[string]any{"port": "metrics", "interval": "30s"}}, "jobLabel": "x"},
+		}, true},
+		{"a value changed", map[string]any{
+			"metadata": map[string]any{"labels": map[string]any{"a": "2"}},
+			"spec":     map[string]any{"endpoints": []any{map[string]any{"port": "metrics"}}, "jobLabel": "x"},
+		}, false},
+		{"a field missing", map[string]any{
+			"metadata": map[string]any{"labels": map[string]any{"a": "1"}},
+			"spec":     map[string]any{"endpoints": []any{map[string]any{"port": "metrics"}}},
+		}, false},
+		{"a list element added", map[string]any{
+			"metadata": map[string]any{"labels": map[string]any{"a": "1"}},
+			"spec":     map[string]any{"endpoints": []any{map[string]any{"port": "metrics"}, map[string]any{"port": "client"}}, "jobLabel": "x"},
+		}, false},
+		{"a map where a list belongs", map[string]any{
+			"metadata": map[string]any{"labels": map[string]any{"a": "1"}},
+			"spec":     map[string]any{"endpoints": map[string]any{"port": "metrics"}, "jobLabel": "x"},
+		}, false},
+	} {
+		if got := holds(tc.have, want); got != tc.held {
+			t.Errorf("%s: holds = %v, want %v", tc.name, got, tc.held)
+		}
+	}
+}

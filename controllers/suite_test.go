@@ -51,7 +51,7 @@ func TestControllers(t *testing.T) {
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases")},
+		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases"), filepath.Join("testdata", "crds")},
 		ErrorIfCRDPathMissing: true,
 	}
 	cfg, err := testEnv.Start()
@@ -83,7 +83,8 @@ var _ = BeforeSuite(func() {
 		Recorder:  mgr.GetEventRecorder("etcd-operator"),
 		Options:   resources.DefaultOptions(),
 	}
-	b := r.controllerBuilder(mgr)
+	b, err := r.controllerBuilder(mgr)
+	Expect(err).NotTo(HaveOccurred())
 	r.metrics, err = registerClusterCollector(metrics.Registry, r.metrics)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(b.Complete(countingReconciler{r})).To(Succeed())

@@ -71,6 +71,7 @@ func ConfigMapName(c *etcdv1alpha1.EtcdCluster) string     { return c.Name + "-c
 func StatefulSetName(c *etcdv1alpha1.EtcdCluster) string   { return c.Name }
 func PDBName(c *etcdv1alpha1.EtcdCluster) string           { return c.Name }
 func BackupCronJobName(c *etcdv1alpha1.EtcdCluster) string { return c.Name + "-backup" }
+func PodMonitorName(c *etcdv1alpha1.EtcdCluster) string    { return c.Name }
 
 // MemberName is the pod (and etcd member) name of ordinal i.
 func MemberName(c *etcdv1alpha1.EtcdCluster, i int) string { return fmt.Sprintf("%s-%d", c.Name, i) }

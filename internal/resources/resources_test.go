@@ -125,6 +125,7 @@ func TestGolden(t *testing.T) {
 		"design-pdb.yaml":            PodDisruptionBudget(designCluster(), 3),
 		"design-networkpolicy.yaml":  NetworkPolicy(designCluster(), Options{ClusterDomain: "cluster.local", OperatorNamespace: "etcd-operator-system"}),
 		"design-cronjob.yaml":        BackupCronJob(designCluster(), o),
+		"design-podmonitor.yaml":     PodMonitor(designCluster()),
 		"custom-statefulset.yaml":    StatefulSet(customCluster(), 5, o, nil, ""),
 		"tuned-statefulset.yaml":     StatefulSet(tunedCluster(), 3, o, nil, o.OperatorImage),
 		"design-backup-pvc.yaml":     BackupPVC(designCluster(), BackupDestination(designCluster(), nil)),

@@ -3,6 +3,9 @@
 package e2e
 
 import (
+	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"time"
 
@@ -69,6 +72,29 @@ var _ = Describe("A 3-member EtcdCluster", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(strings.TrimSpace(out)).To(Equal("world"))
 		putGet(c, "/e2e/from-host", "ok")
+	})
+
+	It("serves etcd's metrics on every member's metrics port, without a client certificate", func() {
+		// What the PodMonitor scrapes: the container port named metrics, plain HTTP.
+		for _, p := range fw.MemberPods(c) {
+			var port int32
+			for _, cp := range p.Spec.Containers[0].Ports {
+				if cp.Name == "metrics" {
+					port = cp.ContainerPort
+				}
+			}
+			Expect(port).NotTo(BeZero(), "pod %s has no container port named metrics", p.Name)
+			url := fmt.Sprintf("http://%s:%d/metrics", p.Status.PodIP, port)
+			Eventually(func(g Gomega) {
+				resp, err := http.Get(url) //nolint:gosec // the member's metrics listener on the node
+				g.Expect(err).NotTo(HaveOccurred())
+				defer func() { _ = resp.Body.Close() }()
+				body, err := io.ReadAll(resp.Body)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+				g.Expect(string(body)).To(MatchRegexp(`(?m)^etcd_server_has_leader 1$`), "member %s", p.Name)
+			}).WithTimeout(30 * time.Second).Should(Succeed())
+		}
 	})
 
 	It("keeps quorum with a PodDisruptionBudget of minAvailable 2", func() {
