@@ -35,6 +35,8 @@ var (
 		"controller_runtime_reconcile_time_seconds_bucket"}
 	controllerNames   = []string{controllers.ClusterControllerName, controllers.BackupControllerName}
 	controllerMatcher = regexp.MustCompile(`\bcontroller\s*(=~|=)\s*"([^"]*)"`)
+	// etcdJob is the job label of the members' series: the PodMonitor takes it from the pods' name label.
+	etcdJob = regexp.MustCompile(`\bjob\s*=\s*"etcd"`)
 )
 
 type ruleFile struct {
@@ -158,8 +160,14 @@ func checkExpr(t *testing.T, where, expr string) {
 			if !controllerMatcher.MatchString(expr) {
 				t.Errorf("%s: %s is selected without a controller matcher: it would count every controller in the process", where, m)
 			}
+		case strings.HasPrefix(m, "etcd_") || m == "up":
+			// etcd's own metrics (TestEtcdServesTheMetricsReferenced checks them against a real etcd) and
+			// the scrape's up, each only from the members' scrape job.
+			if !etcdJob.MatchString(expr) {
+				t.Errorf("%s: %s is selected without job=\"etcd\": it would match other programs' series", where, m)
+			}
 		default:
-			t.Errorf("%s: %s is neither an operator metric nor one of %q", where, m, controllerRuntimeMetrics)
+			t.Errorf("%s: %s is neither an operator metric, nor etcd's, nor one of %q", where, m, controllerRuntimeMetrics)
 		}
 	}
 	for _, match := range controllerMatcher.FindAllStringSubmatch(expr, -1) {
