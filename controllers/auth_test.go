@@ -9,8 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,10 +34,7 @@ func passwordSecret(name string, labels map[string]string, data map[string][]byt
 // cache holds only Secrets with its label).
 func authReconciler(t *testing.T, cached, live []client.Object) (*EtcdClusterReconciler, client.Client) {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testScheme(t)
 	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(cached...).Build()
 	apiReader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(live...).Build()
 	return &EtcdClusterReconciler{Client: cl, APIReader: apiReader, Recorder: &events.FakeRecorder{}}, cl

@@ -8,8 +8,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/seedops/etcd-operator/internal/resources"
@@ -17,10 +15,7 @@ import (
 
 // TestJobResultReadsOnlyTheJobsOwnPods: a pod left from an earlier Job of the same name reports another run.
 func TestJobResultReadsOnlyTheJobsOwnPods(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testScheme(t)
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "backup-1", UID: "new-job"}}
 	old := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "backup-1", UID: "old-job"}}
 	pod := func(name string, owner *batchv1.Job, message string) *corev1.Pod {

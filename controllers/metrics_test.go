@@ -12,9 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -280,13 +278,7 @@ func TestClusterCollectorRegistration(t *testing.T) {
 // TestReconcileReportsAndForgetsMetrics: the reconcile reports what it wrote in status, even when it
 // cannot observe the cluster, and forgets a cluster that is gone.
 func TestReconcileReportsAndForgetsMetrics(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := etcdv1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testScheme(t)
 	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 2},
 		Spec: etcdv1alpha1.EtcdClusterSpec{Version: "3.5.35", Replicas: 3, TLS: etcdv1alpha1.TLSSpec{Enabled: ptr.To(false)}}}
 	c.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue,

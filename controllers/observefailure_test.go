@@ -8,8 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,13 +22,7 @@ import (
 // TestStatusSaysWhyWhenObservationFails: a reconcile that cannot even observe its cluster still reports,
 // for the current generation, that it is not converging and why.
 func TestStatusSaysWhyWhenObservationFails(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := etcdv1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testScheme(t)
 	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 4},
 		Spec: etcdv1alpha1.EtcdClusterSpec{Version: "3.5.35", Replicas: 3, TLS: etcdv1alpha1.TLSSpec{Enabled: ptr.To(false)}}}
 	c.Status.ObservedGeneration = 3
