@@ -202,12 +202,13 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.reconcilePodDisruptionBudget,
 		r.reconcileNetworkPolicy,
 		r.reconcileBackupCronJob,
-		r.reconcilePodMonitor,
 		r.reconcileBackupPVC,
 		r.recordVolumes,
 		r.takeStep,
 		r.reconcileSpace,
 		r.reconcileAuth,
+		// Last: monitoring must never hold up a step the cluster needs.
+		r.reconcilePodMonitor,
 	} {
 		if err := phase(ctx, s); err != nil {
 			return ctrl.Result{}, err

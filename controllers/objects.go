@@ -11,6 +11,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
@@ -18,6 +19,7 @@ import (
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	"github.com/seedops/etcd-operator/internal/failpoint"
@@ -188,14 +190,20 @@ func (r *EtcdClusterReconciler) reconcilePodMonitor(ctx context.Context, s *reco
 	existing := &unstructured.Unstructured{}
 	existing.SetGroupVersionKind(resources.PodMonitorGVK)
 	err := r.podMonitors.Get(ctx, client.ObjectKeyFromObject(desired), existing)
-	switch {
-	case err == nil && holds(existing.Object, desired.Object):
+	if err == nil && holds(existing.Object, desired.Object) {
 		return nil
-	case err != nil && !apierrors.IsNotFound(err):
-		return fmt.Errorf("get PodMonitor %s: %w", desired.GetName(), err)
 	}
-	if err := r.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply PodMonitor %s: %w", desired.GetName(), err)
+	if err == nil || apierrors.IsNotFound(err) {
+		err = r.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(FieldOwner), client.ForceOwnership)
+	}
+	switch {
+	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		// prometheus-operator's CRD was removed since the operator started (an apply creates what is
+		// missing, so NotFound means the kind itself is gone): nothing to keep.
+		log.FromContext(ctx).V(1).Info("PodMonitor kind no longer served; not creating one", "podMonitor", desired.GetName())
+		return nil
+	case err != nil:
+		return fmt.Errorf("PodMonitor %s: %w", desired.GetName(), err)
 	}
 	s.applied.add(ctx, true, "PodMonitor", desired.GetName())
 	return nil

@@ -2,13 +2,21 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	"github.com/seedops/etcd-operator/internal/resources"
@@ -71,5 +79,38 @@ func TestHolds(t *testing.T) {
 		if got := holds(tc.have, want); got != tc.held {
 			t.Errorf("%s: holds = %v, want %v", tc.name, got, tc.held)
 		}
+	}
+}
+
+// TestPodMonitorKindRemoved: prometheus-operator uninstalled while the operator runs costs the cluster
+// nothing: where the API server no longer serves the kind (the error an apply then gets), the PodMonitor
+// phase reports no error, so the reconcile goes on as before.
+func TestPodMonitorKindRemoved(t *testing.T) {
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", UID: "uid-c"}}
+	for name, gone := range map[string]error{
+		"no REST mapping":         &meta.NoKindMatchError{GroupKind: resources.PodMonitorGVK.GroupKind(), SearchedVersions: []string{"v1"}},
+		"404 from the API server": apierrors.NewNotFound(schema.GroupResource{Group: "monitoring.coreos.com", Resource: "podmonitors"}, "c"),
+	} {
+		cl := fake.NewClientBuilder().WithScheme(testScheme(t)).WithInterceptorFuncs(interceptor.Funcs{
+			Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
+				return gone
+			},
+		}).Build()
+		r := &EtcdClusterReconciler{Client: cl, podMonitors: cl, Recorder: &events.FakeRecorder{}}
+		s := &reconcileScope{cluster: c, applied: &appliedObjects{}}
+		if err := r.reconcilePodMonitor(context.Background(), s); err != nil {
+			t.Errorf("%s: reconcilePodMonitor with the kind gone: %v", name, err)
+		}
+	}
+	// Any other error is the reconcile's to report and retry.
+	refused := apierrors.NewForbidden(schema.GroupResource{Group: "monitoring.coreos.com", Resource: "podmonitors"}, "c", errors.New("RBAC"))
+	cl := fake.NewClientBuilder().WithScheme(testScheme(t)).WithInterceptorFuncs(interceptor.Funcs{
+		Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
+			return refused
+		},
+	}).Build()
+	r := &EtcdClusterReconciler{Client: cl, podMonitors: cl, Recorder: &events.FakeRecorder{}}
+	if err := r.reconcilePodMonitor(context.Background(), &reconcileScope{cluster: c, applied: &appliedObjects{}}); !apierrors.IsForbidden(err) {
+		t.Errorf("a refused apply: got %v, want the Forbidden error", err)
 	}
 }
