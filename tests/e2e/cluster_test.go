@@ -3,9 +3,12 @@
 package e2e
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
@@ -19,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/kubectlplugin"
 	"github.com/seedops/etcd-operator/tests/framework"
 )
 
@@ -94,6 +98,38 @@ var _ = Describe("A 3-member EtcdCluster", Ordered, func() {
 				g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
 				g.Expect(string(body)).To(MatchRegexp(`(?m)^etcd_server_has_leader 1$`), "member %s", p.Name)
 			}).WithTimeout(30 * time.Second).Should(Succeed())
+		}
+	})
+
+	It("is shown by kubectl etcd status and reached through kubectl etcd etcdctl", func() {
+		// The plugin's own code, in process, against the node (KUBECONFIG) as `kubectl etcd` runs it.
+		plugin := func(args ...string) (string, error) {
+			var out, errOut bytes.Buffer
+			cmd := kubectlplugin.NewRootCommand(kubectlplugin.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, "e2e")
+			cmd.SetArgs(args)
+			err := cmd.ExecuteContext(ctx)
+			return out.String(), errors.Join(err, errorIfNotEmpty(errOut.String()))
+		}
+		out, err := plugin("status", "-n", ns, c.Name)
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("EtcdCluster %s in namespace %s", c.Name, ns))
+		Expect(out).To(MatchRegexp(`(?m)^\s+Available\s+True\s+QuorumHealthy`))
+		leaders := 0
+		for _, name := range memberNames(c, 3) {
+			// NAME ID ROLE LEADER HEALTHY VERSION ...: every member a healthy voter on the cluster's version.
+			row := regexp.MustCompile(`(?m)^\s+` + name + `\s+[0-9a-f]+\s+voter\s+(\*\s+)?yes\s+` + regexp.QuoteMeta(etcdVersion) + `\s`)
+			match := row.FindStringSubmatch(out)
+			Expect(match).NotTo(BeNil(), "no healthy voter row for %s in:\n%s", name, out)
+			if match[1] != "" {
+				leaders++
+			}
+		}
+		Expect(leaders).To(Equal(1), out)
+
+		out, err = plugin("etcdctl", "-n", ns, c.Name, "--", "member", "list")
+		Expect(err).NotTo(HaveOccurred(), out)
+		for _, name := range memberNames(c, 3) {
+			Expect(out).To(ContainSubstring(", started, %s, ", name))
 		}
 	})
 
@@ -257,4 +293,12 @@ func deletePod(ns, name string) string {
 	ExpectWithOffset(1, k8s.Delete(ctx, p)).To(Succeed())
 	GinkgoWriter.Printf("deleted pod %s (%s)\n", name, p.UID)
 	return string(p.UID)
+}
+
+// errorIfNotEmpty is what a command wrote on stderr, as an error.
+func errorIfNotEmpty(stderr string) error {
+	if strings.TrimSpace(stderr) == "" {
+		return nil
+	}
+	return errors.New(stderr)
 }
