@@ -56,5 +56,9 @@ func runEtcdctl(ctx context.Context, s *session, streams Streams, name string, a
 		_, _ = fmt.Fprintf(streams.ErrOut, "Note: etcd authentication is on; the member's certificate (user %s-server) may be refused "+
 			"for key and user commands. The root user's certificate is in Secret %s-client-tls.\n", c.Name, c.Name)
 	}
-	return execInPod(ctx, s.config, pod, etcdContainerName, etcdctlCommand(tlsOfPod(pod), args), streams.In, streams.Out, streams.ErrOut)
+	cmd, err := etcdctlCommand(tlsOfPod(pod), args)
+	if err != nil {
+		return err
+	}
+	return execInPod(ctx, s.config, pod, etcdContainerName, cmd, streams.In, streams.Out, streams.ErrOut)
 }

@@ -43,25 +43,27 @@ func tlsOfPod(pod *corev1.Pod) *memberTLS {
 }
 
 // etcdctlCommand is the command run in the member's etcd container: etcdctl against the member itself
-// (its server certificate names 127.0.0.1), with TLS flags when the member serves TLS. Connection flags
-// the user gives win: etcdctl appends repeated --endpoints instead of replacing them.
-func etcdctlCommand(tls *memberTLS, userArgs []string) []string {
+// (its server certificate names 127.0.0.1). On a TLS cluster the container's ETCDCTL_CACERT, ETCDCTL_CERT
+// and ETCDCTL_KEY already hand etcdctl the member's certificate, and etcdctl exits when a flag and its
+// variable are both set ("conflicting environment variable is shadowed by corresponding command-line
+// flag"): so those flags are neither added nor accepted. --endpoints the user gives replaces the member's
+// own (etcdctl appends repeated --endpoints instead of replacing them).
+func etcdctlCommand(tls *memberTLS, userArgs []string) ([]string, error) {
 	scheme := "http"
 	if tls != nil {
 		scheme = "https"
+		for _, f := range []string{"cacert", "cert", "key"} {
+			if hasFlag(userArgs, f) {
+				return nil, fmt.Errorf("--%s cannot be given: the member's etcd container sets ETCDCTL_%s, which etcdctl refuses "+
+					"to combine with the flag; to use another certificate, run etcdctl in a pod of your own", f, strings.ToUpper(f))
+			}
+		}
 	}
 	cmd := []string{etcdctlPath}
 	if !hasFlag(userArgs, "endpoints") {
 		cmd = append(cmd, fmt.Sprintf("--endpoints=%s://127.0.0.1:%d", scheme, resources.ClientPort))
 	}
-	if tls != nil {
-		for _, f := range []struct{ name, value string }{{"cacert", tls.CACert}, {"cert", tls.Cert}, {"key", tls.Key}} {
-			if !hasFlag(userArgs, f.name) {
-				cmd = append(cmd, "--"+f.name+"="+f.value)
-			}
-		}
-	}
-	return append(cmd, userArgs...)
+	return append(cmd, userArgs...), nil
 }
 
 // hasFlag reports whether args set --name (as "--name=v" or "--name v").

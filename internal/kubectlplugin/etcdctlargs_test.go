@@ -1,6 +1,7 @@
 package kubectlplugin
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -16,24 +17,31 @@ func TestEtcdctlCommand(t *testing.T) {
 		args []string
 		want []string
 	}{
+		// The certificate comes from the container's ETCDCTL_* variables, never as flags as well.
 		"tls": {serverTLS, []string{"member", "list", "-w", "table"}, []string{"/usr/local/bin/etcdctl",
-			"--endpoints=https://127.0.0.1:2379", "--cacert=/etc/etcd/tls/server/ca.crt",
-			"--cert=/etc/etcd/tls/server/tls.crt", "--key=/etc/etcd/tls/server/tls.key", "member", "list", "-w", "table"}},
+			"--endpoints=https://127.0.0.1:2379", "member", "list", "-w", "table"}},
 		"no tls": {nil, []string{"endpoint", "status"}, []string{"/usr/local/bin/etcdctl",
 			"--endpoints=http://127.0.0.1:2379", "endpoint", "status"}},
 		"user endpoints win": {serverTLS, []string{"--endpoints", "https://prod-etcd-1.prod-etcd:2379", "endpoint", "health"},
-			[]string{"/usr/local/bin/etcdctl", "--cacert=/etc/etcd/tls/server/ca.crt", "--cert=/etc/etcd/tls/server/tls.crt",
-				"--key=/etc/etcd/tls/server/tls.key", "--endpoints", "https://prod-etcd-1.prod-etcd:2379", "endpoint", "health"}},
-		"user certificate wins": {serverTLS, []string{"--cert=/tmp/c", "--key=/tmp/k", "get", "a"},
-			[]string{"/usr/local/bin/etcdctl", "--endpoints=https://127.0.0.1:2379", "--cacert=/etc/etcd/tls/server/ca.crt",
-				"--cert=/tmp/c", "--key=/tmp/k", "get", "a"}},
+			[]string{"/usr/local/bin/etcdctl", "--endpoints", "https://prod-etcd-1.prod-etcd:2379", "endpoint", "health"}},
+		"a certificate without tls": {nil, []string{"--cert=/tmp/c", "get", "a"},
+			[]string{"/usr/local/bin/etcdctl", "--endpoints=http://127.0.0.1:2379", "--cert=/tmp/c", "get", "a"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, etcdctlCommand(tc.tls, tc.args)); diff != "" {
+			got, err := etcdctlCommand(tc.tls, tc.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+	for _, flag := range []string{"--cert=/tmp/c", "--key", "--cacert=/tmp/ca"} {
+		if _, err := etcdctlCommand(serverTLS, []string{flag, "/tmp/x", "get", "a"}); err == nil || !strings.Contains(err.Error(), "ETCDCTL_") {
+			t.Errorf("%s on a TLS member: got %v, want an error naming the variable etcdctl would conflict with", flag, err)
+		}
 	}
 }
 
