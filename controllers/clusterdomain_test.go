@@ -56,3 +56,25 @@ var _ = Describe("An operator restarted with another --cluster-domain", func() {
 		Expect(c.Status.ClientEndpoint).To(ContainSubstring(".svc.cluster.local:"), "status names the cluster's own domain")
 	})
 })
+
+var _ = Describe("An operator upgraded to other probe timings", func() {
+	It("keeps a running cluster's template: the timings come with the next roll, never cause one", func() {
+		ctx := context.Background()
+		c := newCluster(watchedNS)
+		createAndSettle(ctx, c)
+		sts := &appsv1.StatefulSet{}
+		Expect(k8sClient.Get(ctx, key(c.Namespace, resources.StatefulSetName(c)), sts)).To(Succeed())
+		version := sts.ResourceVersion
+
+		other := resources.DefaultOptions()
+		other.Probes = resources.ProbeTimings{StartupPeriod: 10, StartupFailures: 60, ReadinessPeriod: 5, ReadinessFailures: 3}
+		r := &EtcdClusterReconciler{Client: k8sClient, Scheme: k8sClient.Scheme(), APIReader: k8sClient,
+			Recorder: &events.FakeRecorder{}, Options: other}
+		for range 3 {
+			_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key(c.Namespace, c.Name)})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		Expect(k8sClient.Get(ctx, key(c.Namespace, resources.StatefulSetName(c)), sts)).To(Succeed())
+		Expect(sts.ResourceVersion).To(Equal(version), "the member template changed with the operator's probe timings alone")
+	})
+})

@@ -101,7 +101,7 @@ func (r *EtcdBackupReconciler) reconcile(ctx context.Context, b *etcdv1alpha1.Et
 		// The backup dials the cluster under the DNS domain its members were created with.
 		opts := r.Options
 		if sts := (&appsv1.StatefulSet{}); r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.StatefulSetName(c)}, sts) == nil {
-			opts = clusterOptions(r.Options, sts, nil)
+			opts = clusterOptions(r.Options, c, sts, nil)
 		}
 		if err := r.Apply(ctx, resources.BackupJob(c, b, opts), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 			return fmt.Errorf("create backup job: %w", err)

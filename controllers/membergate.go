@@ -44,6 +44,16 @@ func memberGateImage(existing *appsv1.StatefulSet, pods []corev1.Pod, desiredEtc
 	return ""
 }
 
+// hasMemberGate reports whether a member pod spec runs the member gate before etcd.
+func hasMemberGate(spec *corev1.PodSpec) bool {
+	for i := range spec.InitContainers {
+		if spec.InitContainers[i].Name == resources.MemberGateContainerName {
+			return true
+		}
+	}
+	return false
+}
+
 // gateRefusal is the reason the pod's member-gate refused to let etcd start (its data directory holds a
 // member the cluster no longer has), or "" if it did not. Both the exit code and the marker line must be
 // there: a refusal leads to the data being discarded, so nothing less counts. The current termination

@@ -2,9 +2,14 @@ package controllers
 
 import (
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 
 	"github.com/seedops/etcd-operator/internal/membergate"
 	"github.com/seedops/etcd-operator/internal/resources"
@@ -100,5 +105,61 @@ func TestGateRefusal(t *testing.T) {
 		if got := gateRefusal(tc.pod); got != tc.want {
 			t.Errorf("%s: gateRefusal = %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestPlanInputJoinGated: the planner may start new members' pods ahead of their joins only when the
+// StatefulSet's template, which new pods get, runs the member gate.
+func TestPlanInputJoinGated(t *testing.T) {
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"},
+		Spec: etcdv1alpha1.EtcdClusterSpec{Version: "3.5.35", Replicas: 5}}
+	sts := func(initContainers ...string) *appsv1.StatefulSet {
+		s := &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3)}}
+		for _, n := range initContainers {
+			s.Spec.Template.Spec.InitContainers = append(s.Spec.Template.Spec.InitContainers, corev1.Container{Name: n})
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name string
+		sts  *appsv1.StatefulSet
+		want bool
+	}{
+		{"no StatefulSet", nil, false},
+		{"template without the gate", sts(), false},
+		{"template with the restore only", sts(resources.RestoreContainerName), false},
+		{"template with the gate", sts(resources.MemberGateContainerName), true},
+		{"template with the gate and the restore", sts(resources.MemberGateContainerName, resources.RestoreContainerName), true},
+	} {
+		obs := observation{reachable: true, statefulSet: tc.sts}
+		if got := obs.planInput(c, time.Now(), time.Minute).JoinGated; got != tc.want {
+			t.Errorf("%s: JoinGated = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestClusterOptionsKeepProbeTimingsUntilRoll: a template running the desired etcd image keeps its probe
+// timings; one that rolls anyway (another image), or none, gets the operator's.
+func TestClusterOptionsKeepProbeTimingsUntilRoll(t *testing.T) {
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"},
+		Spec: etcdv1alpha1.EtcdClusterSpec{Version: "3.5.35", Replicas: 3}}
+	base := resources.DefaultOptions()
+	desired := resources.Image(c, base)
+	old := resources.ProbeTimings{StartupPeriod: 10, StartupFailures: 60, ReadinessPeriod: 5, ReadinessFailures: 3}
+	sts := func(image string) *appsv1.StatefulSet {
+		s := &appsv1.StatefulSet{}
+		s.Spec.Template.Spec.Containers = []corev1.Container{{Name: "etcd", Image: image,
+			StartupProbe:   &corev1.Probe{PeriodSeconds: old.StartupPeriod, FailureThreshold: old.StartupFailures},
+			ReadinessProbe: &corev1.Probe{PeriodSeconds: old.ReadinessPeriod, FailureThreshold: old.ReadinessFailures}}}
+		return s
+	}
+	if got := clusterOptions(base, c, sts(desired), nil).Probes; got != old {
+		t.Errorf("template on the desired image: probes %+v, want its own %+v", got, old)
+	}
+	if got := clusterOptions(base, c, sts("gcr.io/etcd-development/etcd:v3.5.34"), nil).Probes; got != base.Probes {
+		t.Errorf("template that rolls anyway: probes %+v, want the operator's %+v", got, base.Probes)
+	}
+	if got := clusterOptions(base, c, nil, nil).Probes; got != base.Probes {
+		t.Errorf("new cluster: probes %+v, want the operator's %+v", got, base.Probes)
 	}
 }

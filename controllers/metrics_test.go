@@ -9,7 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,8 +16,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
@@ -285,13 +282,7 @@ func TestReconcileReportsAndForgetsMetrics(t *testing.T) {
 		Reason: ReasonQuorumHealthy, LastTransitionTime: metav1.Now()}}
 	c.Status.Members = []etcdv1alpha1.MemberStatus{{Name: "c-0", Leader: true, Healthy: true, DBSizeBytes: 1 << 20}}
 	boom := errors.New("the API server refused to list pods")
-	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(c).WithStatusSubresource(c).
-		WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			if _, ok := list.(*corev1.PodList); ok {
-				return boom
-			}
-			return cl.List(ctx, list, opts...)
-		}}).Build()
+	cl := clientRefusingPodLists(scheme, c, boom)
 	r := &EtcdClusterReconciler{Client: cl, Recorder: &events.FakeRecorder{}, Options: resources.DefaultOptions(),
 		metrics: newClusterCollector()}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}

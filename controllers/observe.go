@@ -102,14 +102,33 @@ func (r *EtcdClusterReconciler) urlsFor(o resources.Options) MemberURLs {
 // clusterOptions are the operator's options with the DNS domain the cluster's members were created under,
 // read from the StatefulSet's template (or, while it is being replaced, from a member pod). A formed
 // cluster's names are part of its identity (the peer URLs etcd has registered, the names its certificates
-// carry), so a changed --cluster-domain applies to new clusters only.
-func clusterOptions(base resources.Options, sts *appsv1.StatefulSet, pods []corev1.Pod) resources.Options {
+// carry), so a changed --cluster-domain applies to new clusters only. The template's probe timings are
+// kept too while its etcd image is the desired one: they change with the next roll, never cause one.
+func clusterOptions(base resources.Options, c *etcdv1alpha1.EtcdCluster, sts *appsv1.StatefulSet, pods []corev1.Pod) resources.Options {
 	if spec := memberPodSpec(sts, pods); spec != nil {
 		if domain := advertisedDomain(spec); domain != "" {
 			base.ClusterDomain = domain
 		}
+		if t, ok := templateProbeTimings(spec, resources.Image(c, base)); ok {
+			base.Probes = t
+		}
 	}
 	return base
+}
+
+// templateProbeTimings are the probe timings of the spec's etcd container when it runs image and has the
+// startup and readiness probes the operator sets.
+func templateProbeTimings(spec *corev1.PodSpec, image string) (resources.ProbeTimings, bool) {
+	for _, ctr := range spec.Containers {
+		if ctr.Name != "etcd" || ctr.Image != image || ctr.StartupProbe == nil || ctr.ReadinessProbe == nil {
+			continue
+		}
+		return resources.ProbeTimings{
+			StartupPeriod: ctr.StartupProbe.PeriodSeconds, StartupFailures: ctr.StartupProbe.FailureThreshold,
+			ReadinessPeriod: ctr.ReadinessProbe.PeriodSeconds, ReadinessFailures: ctr.ReadinessProbe.FailureThreshold,
+		}, true
+	}
+	return resources.ProbeTimings{}, false
 }
 
 // memberPodSpec is the pod spec the cluster's members run: the StatefulSet's template, or, while the
@@ -169,7 +188,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 		return obs, err
 	}
 	obs.pods = pods.Items
-	obs.options = clusterOptions(r.Options, obs.statefulSet, obs.pods)
+	obs.options = clusterOptions(r.Options, c, obs.statefulSet, obs.pods)
 	obs.urls = r.urlsFor(obs.options)
 	obs.clientEndpoint = resources.ClientEndpoint(c, obs.options)
 
@@ -461,6 +480,10 @@ func (obs observation) planInput(c *etcdv1alpha1.EtcdCluster, now time.Time, hea
 	}
 	if obs.statefulSet != nil && obs.statefulSet.Spec.Replicas != nil {
 		in.StatefulSetReplicas = int(*obs.statefulSet.Spec.Replicas)
+	}
+	if obs.statefulSet != nil {
+		// New pods get the StatefulSet's template, and a gate once there stays (memberGateImage).
+		in.JoinGated = hasMemberGate(&obs.statefulSet.Spec.Template.Spec)
 	}
 	if in.StatefulSetReplicas > 0 && len(obs.pods) == 0 && !in.Formed {
 		in.StatefulSetReplicas = 0 // no pod ever started: the bootstrap size may still follow the spec

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,6 +20,18 @@ import (
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
+// clientRefusingPodLists is a fake API server holding cluster c that answers every pod list with err, so
+// the reconcile cannot observe the cluster.
+func clientRefusingPodLists(scheme *runtime.Scheme, c *etcdv1alpha1.EtcdCluster, err error) client.WithWatch {
+	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(c).WithStatusSubresource(c).
+		WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*corev1.PodList); ok {
+				return err
+			}
+			return cl.List(ctx, list, opts...)
+		}}).Build()
+}
+
 // TestStatusSaysWhyWhenObservationFails: a reconcile that cannot even observe its cluster still reports,
 // for the current generation, that it is not converging and why.
 func TestStatusSaysWhyWhenObservationFails(t *testing.T) {
@@ -29,13 +42,7 @@ func TestStatusSaysWhyWhenObservationFails(t *testing.T) {
 	c.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: ReasonQuorumHealthy, LastTransitionTime: metav1.Now()},
 		{Type: etcdv1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: ReasonReconciled, LastTransitionTime: metav1.Now()}}
 	boom := errors.New("the API server refused to list pods")
-	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(c).WithStatusSubresource(c).
-		WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			if _, ok := list.(*corev1.PodList); ok {
-				return boom
-			}
-			return cl.List(ctx, list, opts...)
-		}}).Build()
+	cl := clientRefusingPodLists(scheme, c, boom)
 	r := &EtcdClusterReconciler{Client: cl, Recorder: &events.FakeRecorder{}, Options: resources.DefaultOptions()}
 	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}); !errors.Is(err, boom) {
 		t.Fatalf("reconcile error %v, want the observation's", err)

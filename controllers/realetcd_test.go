@@ -38,6 +38,7 @@ import (
 	"github.com/seedops/etcd-operator/internal/etcd"
 	"github.com/seedops/etcd-operator/internal/etcdtest"
 	"github.com/seedops/etcd-operator/internal/failpoint"
+	"github.com/seedops/etcd-operator/internal/membergate"
 	"github.com/seedops/etcd-operator/internal/pki"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
@@ -67,6 +68,22 @@ type fakeKubelet struct {
 	clientTLS *tls.Config
 	// down are the ordinals whose node is gone: their process stays stopped and their pod unready.
 	down map[int]bool
+	// gateless plays member pods from before the member gate: etcd starts at once on an empty claim.
+	gateless bool
+}
+
+// playGateless makes the kubelet start member pods as if their template had no member gate.
+func (k *fakeKubelet) playGateless(on bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.gateless = on
+}
+
+// gated reports whether a pod of template spec runs the member gate before etcd.
+func (k *fakeKubelet) gated(spec *corev1.PodSpec) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return !k.gateless && hasMemberGate(spec)
 }
 
 // setDown takes the given members' nodes away (none: brings every node back).
@@ -182,7 +199,7 @@ func (k *fakeKubelet) sync(ctx context.Context) {
 			continue
 		}
 		if !k.c.Running(i) {
-			if !k.ensureClaim(ctx, i) {
+			if !k.ensureClaim(ctx, i) || (k.gated(&sts.Spec.Template.Spec) && !k.gateAllows(ctx, i, cm.Data["ETCD_INITIAL_CLUSTER_STATE"])) {
 				continue
 			}
 			if err := k.c.Start(i, cm.Data["ETCD_INITIAL_CLUSTER"], cm.Data["ETCD_INITIAL_CLUSTER_STATE"]); err != nil {
@@ -192,6 +209,43 @@ func (k *fakeKubelet) sync(ctx context.Context) {
 		k.setReady(ctx, pod, i)
 	}
 	k.checkAgreement(ctx)
+}
+
+// gateAllows plays the member gate (internal/membergate) of a template that has it: it holds an empty
+// member that is to join an existing cluster until etcd lists a member for its peer URL that has not
+// started yet (the operator's AddLearner). The operator starts new members' pods ahead of their joins
+// only behind the gate; a template without it starts etcd at once, as the kubelet does.
+func (k *fakeKubelet) gateAllows(ctx context.Context, i int, state string) bool {
+	if state != "existing" {
+		return true
+	}
+	if _, hasWAL, _ := membergate.ReadWALMetadata(membergate.WALDir(k.c.DataDir(i))); hasWAL {
+		return true
+	}
+	var endpoints []string
+	for j := range maxMembers {
+		if k.c.Running(j) {
+			endpoints = append(endpoints, k.c.ClientURL(j))
+		}
+	}
+	if len(endpoints) == 0 {
+		return false
+	}
+	cli, err := k.dialer.Dial(ctx, endpoints, k.tlsConfig())
+	if err != nil {
+		return false
+	}
+	defer func() { _ = cli.Close() }()
+	list, err := cli.MemberList(ctx)
+	if err != nil {
+		return false
+	}
+	for _, m := range list {
+		if m.Name == "" && len(m.PeerURLs) > 0 && m.PeerURLs[0] == k.c.PeerURL(i) {
+			return true
+		}
+	}
+	return false
 }
 
 // ensureClaim plays the member's volume claim: the data directory lives as long as the claim, so a claim the
@@ -265,8 +319,10 @@ func (k *fakeKubelet) setReady(ctx context.Context, pod *corev1.Pod, i int) {
 
 // checkAgreement records any moment where etcd's member list and the StatefulSet disagree beyond the
 // one step in flight: a learner just added may wait for its pod slot (add, then raise the StatefulSet),
-// and a member just removed may leave its slot behind (remove, then lower the StatefulSet). The member
-// list is read between two reads of the StatefulSet that agree, so the comparison is of one moment.
+// and a member just removed may leave its slot behind (remove, then lower the StatefulSet). Pods started
+// ahead of their members' joins (behind the member gate) may add slots up to the spec's size, never
+// beyond. The member list is read between two reads of the StatefulSet that agree, so the comparison is
+// of one moment.
 func (k *fakeKubelet) checkAgreement(ctx context.Context) {
 	cli, err := k.dialer.Dial(ctx, []string{k.c.ClientURL(0)}, k.tlsConfig())
 	if err != nil {
@@ -275,7 +331,8 @@ func (k *fakeKubelet) checkAgreement(ctx context.Context) {
 	defer func() { _ = cli.Close() }()
 	replicas := k.replicas(ctx)
 	members, err := cli.MemberList(ctx)
-	if err != nil || replicas < 0 || k.replicas(ctx) != replicas {
+	spec := &etcdv1alpha1.EtcdCluster{}
+	if err != nil || replicas < 0 || k8sClient.Get(ctx, client.ObjectKeyFromObject(k.cluster), spec) != nil || k.replicas(ctx) != replicas {
 		return
 	}
 	k.mu.Lock()
@@ -296,8 +353,9 @@ func (k *fakeKubelet) checkAgreement(ctx context.Context) {
 			}
 		}
 	}
-	if replicas-len(members) > 1 {
-		k.violations = append(k.violations, "StatefulSet "+itoa(replicas)+" vs "+itoa(len(members))+" members")
+	if replicas-len(members) > 1 && replicas > int(spec.Spec.Replicas) {
+		k.violations = append(k.violations, "StatefulSet "+itoa(replicas)+" vs "+itoa(len(members))+" members and "+
+			itoa(int(spec.Spec.Replicas))+" in the spec")
 	}
 }
 
@@ -478,6 +536,9 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		Expect(string(oldClaim.UID)).To(Equal(recorded.VolumeClaimUID))
 
 		By("losing the member's claim and pod while no operator runs")
+		// A pod from before the member gate: the gate would hold it (the old member still holds its URL).
+		kubelet.playGateless(true)
+		DeferCleanup(kubelet.playGateless, false)
 		stopManager()
 		Expect(k8sClient.Delete(ctx, oldClaim)).To(Succeed())
 		pod := &corev1.Pod{}

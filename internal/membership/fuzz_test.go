@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -17,10 +18,12 @@ func observedFrom(data []byte) Observed {
 		return b
 	}
 	now := time.Date(2026, 11, 22, 16, 0, 0, 0, time.UTC)
+	desired, sts, formed := int(next()%8), int(next()%10)-1, next()
 	o := Observed{
-		Desired:             int(next() % 8),
-		StatefulSetReplicas: int(next()%10) - 1,
-		Formed:              next()&1 == 1,
+		Desired:             desired,
+		StatefulSetReplicas: sts,
+		Formed:              formed&1 == 1,
+		JoinGated:           formed&2 != 0,
 		Reachable:           next()&1 == 1,
 		Pods:                map[int]Pod{},
 		Volumes:             map[int]Volume{},
@@ -102,9 +105,22 @@ func FuzzPlan(f *testing.F) {
 				}
 			}
 		}
+		if o.Reachable && o.StatefulSetReplicas >= 0 {
+			// The StatefulSet covers the members, the spec and what exists; starting pods ahead adds none beyond.
+			limit := max(o.Desired, o.StatefulSetReplicas)
+			for _, m := range o.Members {
+				limit = max(limit, m.Ordinal+1)
+			}
+			if d.Replicas > limit {
+				t.Fatalf("StatefulSet of %d: more than the spec (%d), the members and the current size (%d) need", d.Replicas, o.Desired, o.StatefulSetReplicas)
+			}
+		}
 		a := d.Action
 		if a.Type == ActionNone {
 			return
+		}
+		if a.Type == ActionAddLearner && (d.Config == nil || !slices.Contains(d.Config.Ordinals(), a.Ordinal)) {
+			t.Fatalf("adding member %d with a configuration that does not list it: %+v", a.Ordinal, d.Config)
 		}
 		// (A terminating pod's state does not describe the pod that will run; a member whose data is
 		// provably lost, by its claim's record, is replaced whatever its pod does.)

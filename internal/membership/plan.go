@@ -89,6 +89,9 @@ type Observed struct {
 	HealAfter time.Duration
 	// TargetVersion is the spec's etcd version.
 	TargetVersion string
+	// JoinGated is true when new member pods run the member gate, which holds etcd back until the
+	// operator has added the member: only then may a pod start before its member is in etcd.
+	JoinGated bool
 }
 
 // ActionType names one step.
@@ -250,8 +253,32 @@ func newView(o Observed) view {
 	if len(v.unknown) > 0 {
 		v.replicas = max(v.replicas, o.StatefulSetReplicas)
 	}
+	v.replicas = max(v.replicas, startAhead(o, v))
 	v.config = existingConfig(v.ours, v.unknown)
 	return v
+}
+
+// startAhead is the StatefulSet size that starts the pods of members yet to be added: while the cluster
+// grows, a new pod is scheduled, gets its volume and pulls its image while earlier members join, then
+// waits in its member gate until the operator adds its member (still one learner at a time). Only fresh
+// ordinals start ahead: a claim recorded as holding a member's data, or being deleted, and a pod going
+// away or refused by its gate are left to scaleUp, nothing starts ahead while etcd holds members the
+// operator cannot place, nor while the StatefulSet is being recreated.
+func startAhead(o Observed, v view) int {
+	if !o.JoinGated || len(v.unknown) > 0 || len(v.ours) >= o.Desired || o.StatefulSetReplicas < 0 {
+		return 0
+	}
+	n := v.replicas
+	for ord := v.replicas; ord < o.Desired; ord++ {
+		if vol, ok := o.Volumes[ord]; ok && (vol.MemberID != 0 || vol.Deleting) {
+			break
+		}
+		if p, ok := o.Pods[ord]; ok && (p.Terminating || p.StaleData != "") {
+			break
+		}
+		n = ord + 1
+	}
+	return n
 }
 
 func (v view) allHealthy() bool { return v.healthyVoters == v.voters }

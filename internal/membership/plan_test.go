@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func pods(n int) map[int]Pod {
 
 func formed(desired, sts int, ms []Member) Observed {
 	return Observed{Desired: desired, StatefulSetReplicas: sts, Formed: true, Reachable: true, Members: ms,
-		Pods: pods(sts), Volumes: map[int]Volume{}, Now: now, HealAfter: time.Minute, TargetVersion: "3.5.17"}
+		Pods: pods(sts), Volumes: map[int]Volume{}, Now: now, HealAfter: time.Minute, TargetVersion: "3.5.17", JoinGated: true}
 }
 
 // planCase is one situation and the decision Plan must take in it.
@@ -76,7 +77,7 @@ func TestPlan(t *testing.T) {
 			in: Observed{Desired: 5, StatefulSetReplicas: 3, Formed: true}, replicas: 3, phase: PhaseWaiting, message: "unreachable"},
 		{name: "stable", in: formed(3, 3, voters(3)), replicas: 3, phase: PhaseStable},
 		{name: "scale up adds the next ordinal as a learner",
-			in: formed(5, 3, voters(3)), action: ActionAddLearner, ordinal: 3, replicas: 3, phase: PhaseScaling},
+			in: formed(5, 3, voters(3)), action: ActionAddLearner, ordinal: 3, replicas: 5, phase: PhaseScaling},
 		{name: "scale up waits while a member is unhealthy",
 			in: func() Observed {
 				o := formed(5, 3, voters(3))
@@ -84,28 +85,28 @@ func TestPlan(t *testing.T) {
 				o.Members[2].UnhealthySince = now
 				return o
 			}(),
-			replicas: 3, phase: PhaseWaiting, message: "healthy before adding"},
+			replicas: 5, phase: PhaseWaiting, message: "healthy before adding"},
 		{name: "an unstarted learner gets its pod slot",
 			in: func() Observed {
 				o := formed(5, 3, voters(3))
 				o.Members = append(o.Members, Member{ID: 9, Ordinal: 3, Learner: true})
 				return o
 			}(),
-			replicas: 4, phase: PhaseScaling, message: "starting learner"},
+			replicas: 5, phase: PhaseScaling, message: "starting learner"},
 		{name: "a lagging learner is not promoted",
 			in: func() Observed {
 				o := formed(5, 4, voters(3))
 				o.Members = append(o.Members, Member{ID: 9, Ordinal: 3, Name: "c-3", Learner: true, Started: true, Healthy: true, RaftIndex: 10})
 				return o
 			}(),
-			replicas: 4, phase: PhaseScaling, message: "catching up"},
+			replicas: 5, phase: PhaseScaling, message: "catching up"},
 		{name: "a caught-up learner is promoted",
 			in: func() Observed {
 				o := formed(5, 4, voters(3))
 				o.Members = append(o.Members, Member{ID: 9, Ordinal: 3, Name: "c-3", Learner: true, Started: true, Healthy: true, RaftIndex: 4990})
 				return o
 			}(),
-			action: ActionPromote, ordinal: 3, replicas: 4, phase: PhaseScaling},
+			action: ActionPromote, ordinal: 3, replicas: 5, phase: PhaseScaling},
 		{name: "scale down removes the highest ordinal",
 			in: formed(3, 5, voters(5)), action: ActionRemove, ordinal: 4, replicas: 5, phase: PhaseScaling},
 		{name: "scale down moves leadership off the member first",
@@ -295,6 +296,88 @@ func TestConfigListsCurrentMembersAsExisting(t *testing.T) {
 	}
 }
 
+// TestStartAhead: while the cluster grows, the pods of members yet to be added start at once (each waits
+// in its member gate), but only on fresh ordinals: data a member once held, a pod going away or refused
+// by its gate, members the operator cannot place and a StatefulSet being recreated keep the serial shape.
+func TestStartAhead(t *testing.T) {
+	cases := []planCase{
+		{name: "every new member's pod starts while the first learner is added",
+			in: formed(5, 3, voters(3)), action: ActionAddLearner, ordinal: 3, replicas: 5, phase: PhaseScaling},
+		{name: "a claim recorded as holding a removed member's data stops the start ahead there",
+			in: func() Observed {
+				o := formed(6, 3, voters(3))
+				o.Volumes[4] = Volume{MemberID: 77}
+				return o
+			}(),
+			action: ActionAddLearner, ordinal: 3, replicas: 4, phase: PhaseScaling},
+		{name: "a claim being deleted stops the start ahead there",
+			in: func() Observed {
+				o := formed(5, 3, voters(3))
+				o.Volumes[3] = Volume{Deleting: true}
+				return o
+			}(),
+			action: ActionAddLearner, ordinal: 3, replicas: 3, phase: PhaseScaling},
+		{name: "a pod refused by its member gate is not started ahead",
+			in: func() Observed {
+				o := formed(5, 3, voters(3))
+				o.Pods[4] = Pod{UpToDate: true, StaleData: "WAL of removed member 4d"}
+				return o
+			}(),
+			action: ActionDeleteVolume, ordinal: 4, replicas: 4, phase: PhaseHealing},
+		{name: "a terminating pod is not started ahead",
+			in: func() Observed {
+				o := formed(5, 3, voters(3))
+				o.Pods[3] = Pod{UpToDate: true, Terminating: true}
+				return o
+			}(),
+			action: ActionAddLearner, ordinal: 3, replicas: 3, phase: PhaseScaling},
+		{name: "nothing starts ahead while etcd holds a member the operator cannot place",
+			in: func() Observed {
+				o := formed(5, 3, voters(3))
+				o.Members = append(o.Members, Member{ID: 77, Ordinal: -1, Name: "stranger", Started: true, Healthy: true})
+				return o
+			}(),
+			action: ActionAddLearner, ordinal: 3, replicas: 3, phase: PhaseScaling},
+		{name: "nothing starts ahead on a template without the member gate",
+			in: func() Observed {
+				o := formed(5, 3, voters(3))
+				o.JoinGated = false
+				return o
+			}(),
+			action: ActionAddLearner, ordinal: 3, replicas: 3, phase: PhaseScaling},
+		{name: "nothing starts ahead at the desired size",
+			in: formed(3, 3, voters(3)), replicas: 3, phase: PhaseStable},
+		{name: "scaling down is not held by a start ahead",
+			in: formed(3, 5, voters(3)), replicas: 3, phase: PhaseScaling, message: "shrinking the StatefulSet to 3"},
+	}
+	runPlanCases(t, cases)
+}
+
+// TestAddLearnerListsTheNewMemberFirst: the configuration written before AddLearner already lists the
+// member being added, so a pod that waited in its member gate starts etcd with an initial cluster that
+// matches etcd's member list once the learner is in it.
+func TestAddLearnerListsTheNewMemberFirst(t *testing.T) {
+	o := formed(5, 3, voters(3))
+	o.Members[1], o.Members[2] = o.Members[2], o.Members[1] // member order must not matter
+	d := Plan(o)
+	if d.Action.Type != ActionAddLearner || d.Action.Ordinal != 3 {
+		t.Fatalf("action %+v, want AddLearner on 3", d.Action)
+	}
+	if got := d.Config.Ordinals(); !slices.Equal(got, []int{0, 1, 2, 3}) {
+		t.Fatalf("config ordinals %v, want [0 1 2 3]", got)
+	}
+	// Filling a hole lists the new member in ordinal order too.
+	o = formed(3, 3, []Member{voters(3)[0], voters(3)[2]})
+	o.Pods[1] = Pod{UpToDate: true}
+	d = Plan(o)
+	if d.Action.Type != ActionAddLearner || d.Action.Ordinal != 1 {
+		t.Fatalf("action %+v, want AddLearner on 1", d.Action)
+	}
+	if got := d.Config.Ordinals(); !slices.Equal(got, []int{0, 1, 2}) {
+		t.Fatalf("config ordinals %v, want [0 1 2]", got)
+	}
+}
+
 // TestPlanSafety: the paths where an ordinary event (an image that does not start, an outage, a changed
 // operator setting, a missing StatefulSet) must not make the planner remove, wipe or re-bootstrap.
 func TestPlanSafety(t *testing.T) {
@@ -360,7 +443,7 @@ func TestPlanSafety(t *testing.T) {
 				o.Pods[3] = Pod{UpToDate: true, CannotStart: "ErrImagePull"}
 				return o
 			}(),
-			replicas: 4, phase: PhaseStalled, message: "member 3 (ErrImagePull)"},
+			replicas: 5, phase: PhaseStalled, message: "member 3 (ErrImagePull)"},
 		{name: "a member whose image cannot be pulled is never healed, with no version change in flight either",
 			in: func() Observed {
 				o := formed(3, 3, voters(3))
@@ -449,11 +532,13 @@ func TestConfigListsEveryMemberEtcdHas(t *testing.T) {
 	o.Members[0].PeerURL = "https://c-0.c.ns.svc.old.domain:2380"
 	o.Members = append(o.Members, Member{ID: 77, Ordinal: -1, Name: "stranger", PeerURL: "https://stranger:2380", Started: true, Healthy: true})
 	d := Plan(o)
-	if d.Config == nil || len(d.Config.Members) != 4 {
+	if d.Config == nil || len(d.Config.Members) != 5 {
 		t.Fatalf("config %+v lacks a member", d.Config)
 	}
 	want := []ConfigMember{
 		{Ordinal: 0, Name: "c-0", PeerURL: "https://c-0.c.ns.svc.old.domain:2380"}, {Ordinal: 1, Name: "c-1"}, {Ordinal: 2, Name: "c-2"},
+		// The learner being added is listed already, under its ordinal's stable URL.
+		{Ordinal: 3},
 		{Ordinal: -1, Name: "stranger", PeerURL: "https://stranger:2380"},
 	}
 	for i, m := range want {

@@ -2,6 +2,7 @@ package membership
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -303,6 +304,12 @@ func scaleUp(o Observed, v view) (Decision, bool) {
 		return d, true
 	}
 	d.Action, d.Message = Action{Type: ActionAddLearner, Ordinal: k}, fmt.Sprintf("adding member %d as a learner (%d of %d members)", k, len(v.ours)+1, o.Desired)
+	// The configuration lists the new member before etcd does: its pod may already wait in its member
+	// gate, and etcd starts on the configuration the kubelet reads once the gate lets it (the controller
+	// writes the configuration before it takes the step).
+	joined := append(slices.Clone(v.ours), Member{Ordinal: k})
+	slices.SortFunc(joined, func(a, b Member) int { return a.Ordinal - b.Ordinal })
+	d.Config = existingConfig(joined, v.unknown)
 	return d, true
 }
 

@@ -54,6 +54,30 @@ type Options struct {
 	RelatedImages map[string]string
 	// OperatorNamespace is where the operator runs (its NetworkPolicy peer); empty allows any namespace.
 	OperatorNamespace string
+	// Probes are the etcd container's probe timings (zero: DefaultProbeTimings).
+	Probes ProbeTimings
+}
+
+// ProbeTimings are the etcd container's probe periods and failure thresholds (seconds, counts). A running
+// cluster keeps the timings its template has until it rolls anyway: new timings alone would restart every
+// member of every cluster on an operator upgrade.
+type ProbeTimings struct {
+	StartupPeriod, StartupFailures     int32
+	ReadinessPeriod, ReadinessFailures int32
+}
+
+// DefaultProbeTimings probe every second, so a started member is seen within a second (scaling, healing and
+// rolling wait for it), with the budgets kept in time: 10 min to start (a large database loads), and 15 s
+// of failed readiness before a member leaves the client Service.
+func DefaultProbeTimings() ProbeTimings {
+	return ProbeTimings{StartupPeriod: 1, StartupFailures: 600, ReadinessPeriod: 1, ReadinessFailures: 15}
+}
+
+func (o Options) probes() ProbeTimings {
+	if o.Probes == (ProbeTimings{}) {
+		return DefaultProbeTimings()
+	}
+	return o.Probes
 }
 
 // DefaultRepository is the official etcd image repository.

@@ -109,9 +109,10 @@ func podTemplate(c *etcdv1alpha1.EtcdCluster, o Options, restore *RestoreSource,
 // supported for learner"), so the client Service must not route to it and the PodDisruptionBudget must
 // not count it as one of the members quorum rests on.
 func etcdContainer(c *etcdv1alpha1.EtcdCluster, o Options, learnerAwareReadiness bool) *corev1ac.ContainerApplyConfiguration {
-	readiness := healthProbe("/health", 5, 3)
+	probes := o.probes()
+	readiness := healthProbe("/health", probes.ReadinessPeriod, probes.ReadinessFailures)
 	if learnerAwareReadiness {
-		readiness = healthProbe("/readyz", 5, 3)
+		readiness = healthProbe("/readyz", probes.ReadinessPeriod, probes.ReadinessFailures)
 	}
 	host := "$(POD_NAME)." + PeerServiceName(c) + ".$(POD_NAMESPACE).svc." + o.ClusterDomain
 	ctr := corev1ac.Container().
@@ -139,7 +140,7 @@ func etcdContainer(c *etcdv1alpha1.EtcdCluster, o Options, learnerAwareReadiness
 		WithResources(resourceRequirements(c)).
 		// Startup allows a large database to load; liveness uses a serializable check so that losing
 		// quorum does not make the kubelet kill healthy members; readiness needs quorum.
-		WithStartupProbe(healthProbe("/health?serializable=true", 10, 60)).
+		WithStartupProbe(healthProbe("/health?serializable=true", probes.StartupPeriod, probes.StartupFailures)).
 		WithLivenessProbe(healthProbe("/health?exclude=NOSPACE&serializable=true", 10, 6)).
 		WithReadinessProbe(readiness).
 		WithSecurityContext(corev1ac.SecurityContext().
