@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,7 +28,44 @@ func keepEvidenceIfSlow(t *testing.T, scenario, ns string, took, baseline float6
 	if baseline <= 0 || took <= slowFactor*baseline {
 		return
 	}
-	dir := filepath.Join(outDir, "evidence", scenario+"-"+ns)
+	dir := evidenceDir(scenario, ns)
+	saveEvidence(t, dir, ns, "", since)
+	t.Logf("%s took %.1f s, %.1f× its baseline of %.1f s: pod logs, events and the operator's log kept in %s",
+		scenario, took, took/baseline, baseline, dir)
+}
+
+// watchForSlowness saves the same evidence, under the prefix "while-slow-", as soon as a trial has run
+// slowFactor times its baseline without finishing: by the end the operator may have replaced a stuck
+// member, and the log of the pod that was stuck is gone with it. The returned stop ends the watch (it may
+// be called more than once, e.g. also deferred for a trial that fails).
+func watchForSlowness(t *testing.T, scenario, ns string, baseline float64, since time.Time) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		if baseline <= 0 {
+			return
+		}
+		select {
+		case <-done:
+		case <-time.After(time.Duration(slowFactor * baseline * float64(time.Second))):
+			saveEvidence(t, evidenceDir(scenario, ns), ns, "while-slow-", since)
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(done) })
+		<-finished
+	}
+}
+
+func evidenceDir(scenario, ns string) string {
+	return filepath.Join(outDir, "evidence", scenario+"-"+ns)
+}
+
+// saveEvidence writes the namespace's events and pods, the operator's log since since and every member
+// pod's logs (current and previous containers) into dir, each file name prefixed with prefix.
+func saveEvidence(t *testing.T, dir, ns, prefix string, since time.Time) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Logf("evidence: %v", err)
 		return
@@ -38,7 +76,7 @@ func keepEvidenceIfSlow(t *testing.T, scenario, ns string, took, baseline float6
 		if err != nil {
 			out = append(out, fmt.Sprintf("\n(kubectl %s: %v)\n", strings.Join(args, " "), err)...)
 		}
-		if err := os.WriteFile(filepath.Join(dir, file), out, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, prefix+file), out, 0o644); err != nil {
 			t.Logf("evidence: %v", err)
 		}
 	}
@@ -53,8 +91,6 @@ func keepEvidenceIfSlow(t *testing.T, scenario, ns string, took, baseline float6
 		save(p.Name+".log", "logs", "-n", ns, p.Name, "--all-containers", "--prefix", "--timestamps")
 		save(p.Name+".previous.log", "logs", "-n", ns, p.Name, "--all-containers", "--prefix", "--timestamps", "--previous")
 	}
-	t.Logf("%s took %.1f s, %.1f× its baseline of %.1f s: pod logs, events and the operator's log kept in %s",
-		scenario, took, took/baseline, baseline, dir)
 }
 
 // kubectl is the node's kubectl (make bench-node passes KUBECTL).

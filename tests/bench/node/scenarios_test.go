@@ -40,9 +40,13 @@ func TestAvailable(t *testing.T) {
 				if err := k8s.Create(context.Background(), c); err != nil {
 					t.Fatal(err)
 				}
+				scenario := fmt.Sprintf("available-%d", n)
+				stopWatch := watchForSlowness(t, scenario, ns, lastBare[n], start)
+				defer stopWatch()
 				waitAvailable(t, c, "", 5*time.Minute)
 				op = secs(time.Since(start))
-				keepEvidenceIfSlow(t, fmt.Sprintf("available-%d", n), ns, op, lastBare[n], start)
+				stopWatch()
+				keepEvidenceIfSlow(t, scenario, ns, op, lastBare[n], start)
 			}
 			if run%2 == 0 {
 				measureBare()
