@@ -67,7 +67,8 @@ var _ = Describe("An operator upgraded to other probe timings", func() {
 		version := sts.ResourceVersion
 
 		other := resources.DefaultOptions()
-		other.Probes = resources.ProbeTimings{StartupPeriod: 10, StartupFailures: 60, ReadinessPeriod: 5, ReadinessFailures: 3}
+		other.Probes = resources.ProbeTimings{StartupPeriod: 10, StartupTimeout: 5, StartupFailures: 60,
+			ReadinessPeriod: 5, ReadinessTimeout: 5, ReadinessFailures: 3}
 		r := &EtcdClusterReconciler{Client: k8sClient, Scheme: k8sClient.Scheme(), APIReader: k8sClient,
 			Recorder: &events.FakeRecorder{}, Options: other}
 		for range 3 {

@@ -145,12 +145,15 @@ func TestClusterOptionsKeepProbeTimingsUntilRoll(t *testing.T) {
 		Spec: etcdv1alpha1.EtcdClusterSpec{Version: "3.5.35", Replicas: 3}}
 	base := resources.DefaultOptions()
 	desired := resources.Image(c, base)
-	old := resources.ProbeTimings{StartupPeriod: 10, StartupFailures: 60, ReadinessPeriod: 5, ReadinessFailures: 3}
+	old := resources.ProbeTimings{StartupPeriod: 10, StartupTimeout: 5, StartupFailures: 60,
+		ReadinessPeriod: 5, ReadinessTimeout: 5, ReadinessFailures: 3}
 	sts := func(image string) *appsv1.StatefulSet {
 		s := &appsv1.StatefulSet{}
 		s.Spec.Template.Spec.Containers = []corev1.Container{{Name: "etcd", Image: image,
-			StartupProbe:   &corev1.Probe{PeriodSeconds: old.StartupPeriod, FailureThreshold: old.StartupFailures},
-			ReadinessProbe: &corev1.Probe{PeriodSeconds: old.ReadinessPeriod, FailureThreshold: old.ReadinessFailures}}}
+			StartupProbe: &corev1.Probe{PeriodSeconds: old.StartupPeriod, TimeoutSeconds: old.StartupTimeout,
+				FailureThreshold: old.StartupFailures},
+			ReadinessProbe: &corev1.Probe{PeriodSeconds: old.ReadinessPeriod, TimeoutSeconds: old.ReadinessTimeout,
+				FailureThreshold: old.ReadinessFailures}}}
 		return s
 	}
 	if got := clusterOptions(base, c, sts(desired), nil).Probes; got != old {

@@ -124,8 +124,9 @@ func templateProbeTimings(spec *corev1.PodSpec, image string) (resources.ProbeTi
 			continue
 		}
 		return resources.ProbeTimings{
-			StartupPeriod: ctr.StartupProbe.PeriodSeconds, StartupFailures: ctr.StartupProbe.FailureThreshold,
-			ReadinessPeriod: ctr.ReadinessProbe.PeriodSeconds, ReadinessFailures: ctr.ReadinessProbe.FailureThreshold,
+			StartupPeriod: ctr.StartupProbe.PeriodSeconds, StartupTimeout: ctr.StartupProbe.TimeoutSeconds,
+			StartupFailures: ctr.StartupProbe.FailureThreshold, ReadinessPeriod: ctr.ReadinessProbe.PeriodSeconds,
+			ReadinessTimeout: ctr.ReadinessProbe.TimeoutSeconds, ReadinessFailures: ctr.ReadinessProbe.FailureThreshold,
 		}, true
 	}
 	return resources.ProbeTimings{}, false

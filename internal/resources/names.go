@@ -58,19 +58,22 @@ type Options struct {
 	Probes ProbeTimings
 }
 
-// ProbeTimings are the etcd container's probe periods and failure thresholds (seconds, counts). A running
+// ProbeTimings are the etcd container's probe periods, timeouts (seconds) and failure thresholds. A running
 // cluster keeps the timings its template has until it rolls anyway: new timings alone would restart every
 // member of every cluster on an operator upgrade.
 type ProbeTimings struct {
-	StartupPeriod, StartupFailures     int32
-	ReadinessPeriod, ReadinessFailures int32
+	StartupPeriod, StartupTimeout, StartupFailures       int32
+	ReadinessPeriod, ReadinessTimeout, ReadinessFailures int32
 }
 
 // DefaultProbeTimings probe every second, so a started member is seen within a second (scaling, healing and
 // rolling wait for it), with the budgets kept in time: 10 min to start (a large database loads), and 15 s
-// of failed readiness before a member leaves the client Service.
+// of failed readiness before a member leaves the client Service. A timeout longer than the period would
+// stretch them: a member that lost quorum does not answer /readyz at all, so each failure takes the
+// whole timeout.
 func DefaultProbeTimings() ProbeTimings {
-	return ProbeTimings{StartupPeriod: 1, StartupFailures: 600, ReadinessPeriod: 1, ReadinessFailures: 15}
+	return ProbeTimings{StartupPeriod: 1, StartupTimeout: 1, StartupFailures: 600,
+		ReadinessPeriod: 1, ReadinessTimeout: 1, ReadinessFailures: 15}
 }
 
 func (o Options) probes() ProbeTimings {

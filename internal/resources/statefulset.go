@@ -110,9 +110,9 @@ func podTemplate(c *etcdv1alpha1.EtcdCluster, o Options, restore *RestoreSource,
 // not count it as one of the members quorum rests on.
 func etcdContainer(c *etcdv1alpha1.EtcdCluster, o Options, learnerAwareReadiness bool) *corev1ac.ContainerApplyConfiguration {
 	probes := o.probes()
-	readiness := healthProbe("/health", probes.ReadinessPeriod, probes.ReadinessFailures)
+	readiness := healthProbe("/health", probes.ReadinessPeriod, probes.ReadinessTimeout, probes.ReadinessFailures)
 	if learnerAwareReadiness {
-		readiness = healthProbe("/readyz", probes.ReadinessPeriod, probes.ReadinessFailures)
+		readiness = healthProbe("/readyz", probes.ReadinessPeriod, probes.ReadinessTimeout, probes.ReadinessFailures)
 	}
 	host := "$(POD_NAME)." + PeerServiceName(c) + ".$(POD_NAMESPACE).svc." + o.ClusterDomain
 	ctr := corev1ac.Container().
@@ -140,8 +140,8 @@ func etcdContainer(c *etcdv1alpha1.EtcdCluster, o Options, learnerAwareReadiness
 		WithResources(resourceRequirements(c)).
 		// Startup allows a large database to load; liveness uses a serializable check so that losing
 		// quorum does not make the kubelet kill healthy members; readiness needs quorum.
-		WithStartupProbe(healthProbe("/health?serializable=true", probes.StartupPeriod, probes.StartupFailures)).
-		WithLivenessProbe(healthProbe("/health?exclude=NOSPACE&serializable=true", 10, 6)).
+		WithStartupProbe(healthProbe("/health?serializable=true", probes.StartupPeriod, probes.StartupTimeout, probes.StartupFailures)).
+		WithLivenessProbe(healthProbe("/health?exclude=NOSPACE&serializable=true", 10, 5, 6)).
 		WithReadinessProbe(readiness).
 		WithSecurityContext(corev1ac.SecurityContext().
 			WithAllowPrivilegeEscalation(false).
@@ -180,11 +180,11 @@ func fieldEnv(name, path string) *corev1ac.EnvVarApplyConfiguration {
 		WithFieldRef(corev1ac.ObjectFieldSelector().WithAPIVersion("v1").WithFieldPath(path)))
 }
 
-func healthProbe(path string, period, failures int32) *corev1ac.ProbeApplyConfiguration {
+func healthProbe(path string, period, timeout, failures int32) *corev1ac.ProbeApplyConfiguration {
 	return corev1ac.Probe().
 		WithHTTPGet(corev1ac.HTTPGetAction().WithPath(path).WithPort(intstr.FromInt32(MetricsPort)).WithScheme(corev1.URISchemeHTTP)).
 		WithPeriodSeconds(period).
-		WithTimeoutSeconds(5).
+		WithTimeoutSeconds(timeout).
 		WithFailureThreshold(failures)
 }
 

@@ -9,7 +9,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -197,23 +196,22 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 		ns, c, w, s, _ := startSafetyScenario("learner")
 		putGet(c, "/e2e/through-the-service", "voters-only")
 
-		// The operator adds the learner, then grows the StatefulSet for its pod; it crashes right after that,
-		// and its successor waits for the crashed one's leader lease to expire: time enough to pause the
-		// cluster before anything promotes the learner.
-		armOperator("learner", map[string]int{failpoint.AfterStatefulSetApply: 1})
+		// The operator adds the learner (its pod already waits in its member gate: the pods of new members
+		// start ahead of their joins) and crashes right after that; its successor waits for the crashed
+		// one's leader lease to expire: time enough to pause the cluster before anything promotes the learner.
+		armOperator("learner", map[string]int{failpoint.AfterMembershipStep: 1})
 		s.expectChange(fw.GetCluster(c).Generation+1, "replicas 5", func(t safetyTruth) bool {
 			return t.voters() == 5 && t.healthyVoters() == 5 && t.readyPods() == 5
 		})
 		fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Replicas = 5 })
 		learner := c.Name + "-3"
-		Eventually(func() (int32, error) {
-			sts := &appsv1.StatefulSet{}
-			err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Name}, sts)
-			if err != nil || sts.Spec.Replicas == nil {
-				return 0, err
-			}
-			return *sts.Spec.Replicas, nil
-		}).WithTimeout(3 * time.Minute).WithPolling(100 * time.Millisecond).Should(BeEquivalentTo(4))
+		Eventually(func(g Gomega) {
+			members, err := memberList(c, c.Name+"-0")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(slices.ContainsFunc(members, func(m etcdMember) bool {
+				return m.IsLearner && len(m.PeerURLs) > 0 && strings.Contains(m.PeerURLs[0], "//"+learner+".")
+			})).To(BeTrue(), "the learner is added")
+		}).WithTimeout(3 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
 		fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Paused = true })
 		By("waiting for the learner to start and catch up while the cluster is paused")
 		Eventually(func(g Gomega) {
