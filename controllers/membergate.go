@@ -30,29 +30,29 @@ func memberGateImage(existing *appsv1.StatefulSet, pods []corev1.Pod, desiredEtc
 		}
 	}
 	rolls := etcdImage != desiredEtcdImage // no etcd container: the template is replaced whole
+	gate := memberGateContainer(spec)
+	switch {
+	case rolls || (gate != nil && gate.Image == ""):
+		return operatorImage
+	case gate != nil:
+		return gate.Image
+	default:
+		return ""
+	}
+}
+
+// memberGateContainer is the member-gate init container of a member pod spec, nil if it has none.
+func memberGateContainer(spec *corev1.PodSpec) *corev1.Container {
 	for i := range spec.InitContainers {
 		if spec.InitContainers[i].Name == resources.MemberGateContainerName {
-			if rolls || spec.InitContainers[i].Image == "" {
-				return operatorImage
-			}
-			return spec.InitContainers[i].Image
+			return &spec.InitContainers[i]
 		}
 	}
-	if rolls {
-		return operatorImage
-	}
-	return ""
+	return nil
 }
 
 // hasMemberGate reports whether a member pod spec runs the member gate before etcd.
-func hasMemberGate(spec *corev1.PodSpec) bool {
-	for i := range spec.InitContainers {
-		if spec.InitContainers[i].Name == resources.MemberGateContainerName {
-			return true
-		}
-	}
-	return false
-}
+func hasMemberGate(spec *corev1.PodSpec) bool { return memberGateContainer(spec) != nil }
 
 // gateRefusal is the reason the pod's member-gate refused to let etcd start (its data directory holds a
 // member the cluster no longer has), or "" if it did not. Both the exit code and the marker line must be

@@ -212,9 +212,10 @@ func (k *fakeKubelet) sync(ctx context.Context) {
 }
 
 // gateAllows plays the member gate (internal/membergate) of a template that has it: it holds an empty
-// member that is to join an existing cluster until etcd lists a member for its peer URL that has not
-// started yet (the operator's AddLearner). The operator starts new members' pods ahead of their joins
-// only behind the gate; a template without it starts etcd at once, as the kubelet does.
+// member that is to join an existing cluster until the gate's own rule (membergate.JoinReady) finds the
+// join planned, a member for its peer URL that has never started (the operator's AddLearner). The operator
+// starts new members' pods ahead of their joins only behind the gate; a template without it starts etcd at
+// once, as the kubelet does.
 func (k *fakeKubelet) gateAllows(ctx context.Context, i int, state string) bool {
 	if state != "existing" {
 		return true
@@ -228,24 +229,17 @@ func (k *fakeKubelet) gateAllows(ctx context.Context, i int, state string) bool 
 			endpoints = append(endpoints, k.c.ClientURL(j))
 		}
 	}
-	if len(endpoints) == 0 {
-		return false
-	}
-	cli, err := k.dialer.Dial(ctx, endpoints, k.tlsConfig())
+	members, err := listMembers(ctx, k.dialer, endpoints, k.tlsConfig())
 	if err != nil {
 		return false
 	}
-	defer func() { _ = cli.Close() }()
-	list, err := cli.MemberList(ctx)
-	if err != nil {
-		return false
+	list := membergate.MemberList{From: "fake kubelet"}
+	for _, m := range members {
+		list.Members = append(list.Members, membergate.Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs,
+			ClientURLs: m.ClientURLs, IsLearner: m.IsLearner})
 	}
-	for _, m := range list {
-		if m.Name == "" && len(m.PeerURLs) > 0 && m.PeerURLs[0] == k.c.PeerURL(i) {
-			return true
-		}
-	}
-	return false
+	ready, _ := membergate.JoinReady(list, []string{k.c.PeerURL(i)})
+	return ready
 }
 
 // ensureClaim plays the member's volume claim: the data directory lives as long as the claim, so a claim the
@@ -388,12 +382,7 @@ func startRealManager(procs *etcdtest.Cluster) context.CancelFunc {
 
 // etcdMembers lists the ordinals in etcd's member list ("3L" for a learner).
 func etcdMembers(ctx context.Context, procs *etcdtest.Cluster, tlsConfig *tls.Config) []string {
-	cli, err := etcd.NewDialer(2*time.Second).Dial(ctx, []string{procs.ClientURL(0), procs.ClientURL(1), procs.ClientURL(2)}, tlsConfig)
-	if err != nil {
-		return nil
-	}
-	defer func() { _ = cli.Close() }()
-	list, err := cli.MemberList(ctx)
+	list, err := listMembers(ctx, etcd.NewDialer(2*time.Second), []string{procs.ClientURL(0), procs.ClientURL(1), procs.ClientURL(2)}, tlsConfig)
 	if err != nil {
 		return nil
 	}
@@ -411,6 +400,19 @@ func etcdMembers(ctx context.Context, procs *etcdtest.Cluster, tlsConfig *tls.Co
 	}
 	slices.Sort(out)
 	return out
+}
+
+// listMembers asks the members at endpoints for etcd's member list.
+func listMembers(ctx context.Context, dialer etcd.Dialer, endpoints []string, tlsConfig *tls.Config) ([]etcd.Member, error) {
+	if len(endpoints) == 0 {
+		return nil, errors.New("no endpoint")
+	}
+	cli, err := dialer.Dial(ctx, endpoints, tlsConfig)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = cli.Close() }()
+	return cli.MemberList(ctx)
 }
 
 // spaceQuota is the real-etcd members' space quota.

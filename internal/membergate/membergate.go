@@ -232,7 +232,7 @@ func waitForJoin(ctx context.Context, cfg Config) (Decision, error) {
 		list, err := askPeers(ctx, hc, cfg.Peers, cfg.requestTimeout())
 		if err == nil {
 			var ready bool
-			ready, why = joinReady(list, cfg.PeerURLs)
+			ready, why = JoinReady(list, cfg.PeerURLs)
 			if ready {
 				lg.Info("join planned", zap.String("reason", why))
 				return Decision{Start: true, Reason: why}, nil
@@ -256,8 +256,9 @@ func waitForJoin(ctx context.Context, cfg Config) (Decision, error) {
 	}
 }
 
-// joinReady says whether the member list has the member this pod is meant to become, and if not, why not.
-func joinReady(list MemberList, own []string) (bool, string) {
+// JoinReady says whether the member list has the member this pod is meant to become (peer URLs own) added
+// and never started, and if not, why not.
+func JoinReady(list MemberList, own []string) (bool, string) {
 	ownURLs := strings.Join(own, ",")
 	for _, m := range list.Members {
 		if !anyURL(m.PeerURLs, own) {

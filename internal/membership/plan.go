@@ -9,6 +9,7 @@
 package membership
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -240,8 +241,8 @@ func newView(o Observed) view {
 			}
 		}
 	}
-	slices.SortFunc(v.ours, func(a, b Member) int { return a.Ordinal - b.Ordinal })
-	slices.SortFunc(v.unknown, func(a, b Member) int { return compareID(a.ID, b.ID) })
+	slices.SortFunc(v.ours, compareOrdinals)
+	slices.SortFunc(v.unknown, compareIDs)
 	v.leader = leaderOf(v.ours, v.unknown)
 	// The StatefulSet covers every member; it shrinks only once members are gone. While etcd holds
 	// members the operator cannot place (their URLs match no ordinal), it never shrinks at all: they may
@@ -294,15 +295,10 @@ func existingConfig(ours, unknown []Member) *Config {
 	return c
 }
 
-func compareID(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
+// compareOrdinals orders members by ordinal; compareIDs by etcd member ID.
+func compareOrdinals(a, b Member) int { return cmp.Compare(a.Ordinal, b.Ordinal) }
+
+func compareIDs(a, b Member) int { return cmp.Compare(a.ID, b.ID) }
 
 func seq(n int) []int {
 	out := make([]int, n)

@@ -308,7 +308,7 @@ func scaleUp(o Observed, v view) (Decision, bool) {
 	// gate, and etcd starts on the configuration the kubelet reads once the gate lets it (the controller
 	// writes the configuration before it takes the step).
 	joined := append(slices.Clone(v.ours), Member{Ordinal: k})
-	slices.SortFunc(joined, func(a, b Member) int { return a.Ordinal - b.Ordinal })
+	slices.SortFunc(joined, compareOrdinals)
 	d.Config = existingConfig(joined, v.unknown)
 	return d, true
 }
