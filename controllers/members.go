@@ -97,12 +97,15 @@ func (r *EtcdClusterReconciler) takeStep(ctx context.Context, s *reconcileScope)
 	if etcd.IsTransientRefusal(err) {
 		// etcd accepts the change in a few seconds; the short requeue retries it.
 		logf.FromContext(ctx).V(1).Info("etcd deferred the membership change", "action", a.Type, "reason", err.Error())
+		r.metrics.countMembershipStep(c, string(a.Type), stepDeferred)
 		return nil
 	}
 	if err != nil {
+		r.metrics.countMembershipStep(c, string(a.Type), stepFailed)
 		// Reported once, by the reconcile's ReconcileFailed event and conditions, with etcd's text.
 		return fmt.Errorf("%s: %w", d.Message, err)
 	}
+	r.metrics.countMembershipStep(c, string(a.Type), stepTaken)
 	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonMemberChange, string(a.Type), "%s", d.Message)
 	failpoint.Inject(failpoint.AfterMembershipStep)
 	return nil

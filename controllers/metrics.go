@@ -81,7 +81,17 @@ var (
 
 	allClusterDescs = []*prometheus.Desc{descClusterMembers, descClusterHasLeader, descClusterQuorum, descClusterCondition,
 		descClusterAlarms, descClusterDBQuota, descClusterInfo, descMemberDBSize, descMemberDBSizeInUse, descBackupLastSuccess,
-		descCertificateExpiry}
+		descCertificateExpiry, descMembershipSteps, descMaintenanceSteps}
+
+	// Counters of the steps the operator takes, kept per cluster by the collector (stepCounters).
+	descMembershipSteps = newClusterDesc("membership_steps_total",
+		"Membership steps (etcd calls and the pod and claim writes of a replacement) by action and result: "+
+			"taken; deferred (etcd refused for now, such as a member added too soon after another, and the step is retried); failed.",
+		append(clusterLabels, "action", "result"), nil)
+	descMaintenanceSteps = newClusterDesc("maintenance_steps_total",
+		"Maintenance steps by kind (Recover: NOSPACE compaction and defragmentation of every member; Disarm; "+
+			"Defragment: one member, routinely) and result: taken or failed.",
+		append(clusterLabels, "step", "result"), nil)
 
 	// metricConditions are the condition types exported, in order.
 	metricConditions = []string{etcdv1alpha1.ConditionAvailable, etcdv1alpha1.ConditionProgressing,
@@ -179,16 +189,52 @@ func unixSeconds(t metav1.Time) float64 {
 	return float64(t.UnixNano()) / 1e9
 }
 
+// Results of the step counters.
+const (
+	stepTaken    = "taken"
+	stepDeferred = "deferred"
+	stepFailed   = "failed"
+)
+
 // clusterCollector is a prometheus.Collector of the series of every cluster the reconciler last reported:
 // each report replaces the cluster's series (so those of a member that left disappear), and a deleted
-// cluster's are forgotten. A nil collector does nothing.
+// cluster's are forgotten, its step counters with them. A nil collector does nothing.
 type clusterCollector struct {
 	mu       sync.Mutex
 	clusters map[types.NamespacedName][]prometheus.Metric
+	// steps counts membership and maintenance steps per cluster: counters, so they live here rather than
+	// in the status the gauges are derived from.
+	steps map[stepKey]float64
+}
+
+// stepKey is one series of the step counters.
+type stepKey struct {
+	cluster      types.NamespacedName
+	desc         *prometheus.Desc
+	kind, result string
 }
 
 func newClusterCollector() *clusterCollector {
-	return &clusterCollector{clusters: map[types.NamespacedName][]prometheus.Metric{}}
+	return &clusterCollector{clusters: map[types.NamespacedName][]prometheus.Metric{}, steps: map[stepKey]float64{}}
+}
+
+// countMembershipStep counts a membership step of action on c with its result.
+func (cc *clusterCollector) countMembershipStep(c *etcdv1alpha1.EtcdCluster, action, result string) {
+	cc.count(stepKey{types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, descMembershipSteps, action, result})
+}
+
+// countMaintenanceStep counts a maintenance step of kind on c with its result.
+func (cc *clusterCollector) countMaintenanceStep(c *etcdv1alpha1.EtcdCluster, kind, result string) {
+	cc.count(stepKey{types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, descMaintenanceSteps, kind, result})
+}
+
+func (cc *clusterCollector) count(k stepKey) {
+	if cc == nil {
+		return
+	}
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	cc.steps[k]++
 }
 
 // observe replaces c's series with those of its current status.
@@ -210,6 +256,11 @@ func (cc *clusterCollector) forget(key types.NamespacedName) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	delete(cc.clusters, key)
+	for k := range cc.steps {
+		if k.cluster == key {
+			delete(cc.steps, k)
+		}
+	}
 }
 
 // Describe implements prometheus.Collector.
@@ -222,10 +273,16 @@ func (cc *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (cc *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	cc.mu.Lock()
-	all := make([][]prometheus.Metric, 0, len(cc.clusters))
+	all := make([][]prometheus.Metric, 0, len(cc.clusters)+1)
 	for _, series := range cc.clusters {
 		all = append(all, series)
 	}
+	counters := make([]prometheus.Metric, 0, len(cc.steps))
+	for k, v := range cc.steps {
+		counters = append(counters, prometheus.MustNewConstMetric(k.desc, prometheus.CounterValue, v,
+			k.cluster.Namespace, k.cluster.Name, k.kind, k.result))
+	}
+	all = append(all, counters)
 	cc.mu.Unlock()
 	for _, series := range all {
 		for _, m := range series {

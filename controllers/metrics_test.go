@@ -193,6 +193,45 @@ etcd_operator_cluster_members{cluster="other",namespace="dev",state="voter"} 2
 	}
 }
 
+// TestStepCounters: steps count per cluster, action and result, and go with their cluster.
+func TestStepCounters(t *testing.T) {
+	cc := newClusterCollector()
+	main, other := metricsCluster("prod", "main"), metricsCluster("dev", "other")
+	cc.countMembershipStep(main, "AddLearner", stepDeferred)
+	cc.countMembershipStep(main, "AddLearner", stepTaken)
+	cc.countMembershipStep(main, "AddLearner", stepTaken)
+	cc.countMembershipStep(other, "Remove", stepFailed)
+	cc.countMaintenanceStep(main, "Defragment", stepTaken)
+	const want = `
+# HELP etcd_operator_membership_steps_total Membership steps (etcd calls and the pod and claim writes of a replacement) by action and result: taken; deferred (etcd refused for now, such as a member added too soon after another, and the step is retried); failed.
+# TYPE etcd_operator_membership_steps_total counter
+etcd_operator_membership_steps_total{action="AddLearner",cluster="main",namespace="prod",result="deferred"} 1
+etcd_operator_membership_steps_total{action="AddLearner",cluster="main",namespace="prod",result="taken"} 2
+etcd_operator_membership_steps_total{action="Remove",cluster="other",namespace="dev",result="failed"} 1
+# HELP etcd_operator_maintenance_steps_total Maintenance steps by kind (Recover: NOSPACE compaction and defragmentation of every member; Disarm; Defragment: one member, routinely) and result: taken or failed.
+# TYPE etcd_operator_maintenance_steps_total counter
+etcd_operator_maintenance_steps_total{cluster="main",namespace="prod",result="taken",step="Defragment"} 1
+`
+	if err := testutil.CollectAndCompare(cc, strings.NewReader(want), "etcd_operator_membership_steps_total",
+		"etcd_operator_maintenance_steps_total"); err != nil {
+		t.Fatal(err)
+	}
+	// A status report replaces the cluster's gauges, never its counters.
+	cc.observe(main)
+	if n := testutil.CollectAndCount(cc, "etcd_operator_membership_steps_total"); n != 3 {
+		t.Errorf("%d membership step series after a status report, want 3", n)
+	}
+	cc.forget(types.NamespacedName{Namespace: "prod", Name: "main"})
+	if n := testutil.CollectAndCount(cc, "etcd_operator_membership_steps_total", "etcd_operator_maintenance_steps_total"); n != 1 {
+		t.Errorf("%d step series after main was forgotten, want other's 1", n)
+	}
+	if problems, err := testutil.CollectAndLint(cc); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", problems, err)
+	}
+	var nilCollector *clusterCollector
+	nilCollector.countMembershipStep(main, "Promote", stepTaken) // a reconciler without metrics
+}
+
 // TestClusterMetricsBeforeFirstObservation: a new cluster reports no member and no leader, and only the
 // series its status can back.
 func TestClusterMetricsBeforeFirstObservation(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -32,6 +33,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
@@ -39,6 +41,7 @@ import (
 	"github.com/seedops/etcd-operator/internal/etcdtest"
 	"github.com/seedops/etcd-operator/internal/failpoint"
 	"github.com/seedops/etcd-operator/internal/membergate"
+	"github.com/seedops/etcd-operator/internal/membership"
 	"github.com/seedops/etcd-operator/internal/pki"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
@@ -402,6 +405,29 @@ func etcdMembers(ctx context.Context, procs *etcdtest.Cluster, tlsConfig *tls.Co
 	return out
 }
 
+// membershipSteps reads etcd_operator_membership_steps_total of c's action and result from the registry the
+// manager's metrics endpoint serves.
+func membershipSteps(c *etcdv1alpha1.EtcdCluster, action membership.ActionType, result string) float64 {
+	families, err := metrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	want := map[string]string{"namespace": c.Namespace, "cluster": c.Name, "action": string(action), "result": result}
+	for _, f := range families {
+		if f.GetName() != "etcd_operator_membership_steps_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			if maps.Equal(got, want) {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
 // listMembers asks the members at endpoints for etcd's member list.
 func listMembers(ctx context.Context, dialer etcd.Dialer, endpoints []string, tlsConfig *tls.Config) ([]etcd.Member, error) {
 	if len(endpoints) == 0 {
@@ -515,9 +541,12 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 
 	It("scales 5 back to 3, removing members before shrinking the StatefulSet", func() {
 		start := time.Now()
+		removed := membershipSteps(c, membership.ActionRemove, stepTaken)
 		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.Replicas = 3 })).To(Succeed())
 		Eventually(running(3), 120*time.Second, 250*time.Millisecond).Should(Succeed())
 		GinkgoWriter.Printf("scale 5->3: %s\n", time.Since(start))
+		Expect(membershipSteps(c, membership.ActionRemove, stepTaken)-removed).To(BeEquivalentTo(2),
+			"the metrics endpoint counts each member removed")
 	})
 
 	It("replaces at once a member whose claim was replaced while the operator was down", func() {

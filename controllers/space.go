@@ -95,8 +95,10 @@ func (r *EtcdClusterReconciler) reconcileSpace(ctx context.Context, s *reconcile
 		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, outcome, string(step.Kind), "%s", message)
 	}
 	if err := maintenance.Apply(ctx, cl, step, report); err != nil {
+		r.metrics.countMaintenanceStep(c, string(step.Kind), stepFailed)
 		return fmt.Errorf("%s: %w", step.Reason, err)
 	}
+	r.metrics.countMaintenanceStep(c, string(step.Kind), stepTaken)
 	if step.Kind == maintenance.SpaceRecover {
 		// Kept in status (computeStatus starts from it): the next plan disarms, or says the data fills the
 		// quota, instead of recovering again at the same revision.
