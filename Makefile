@@ -89,7 +89,7 @@ test: manifests generate fmt vet envtest etcd minio ## Unit, golden-file, real-e
 	$(MAKE) olm-render-check
 
 .PHONY: test-bundle
-test-bundle: bundle-check bundle-validate ## bundle/ regenerates unchanged from config/ and the API markers, and it and catalog/ pass the OperatorHub, community and opm checks (offline).
+test-bundle: bundle-check bundle-validate operatorhub ## bundle/ regenerates unchanged from config/ and the API markers, and it and catalog/ pass the OperatorHub, community and opm checks; the community submission tree builds and validates (offline).
 
 ##@ Benchmarks
 

@@ -91,6 +91,19 @@ catalog: opm ## Render bundle/ into catalog/ as the bundle of VERSION (image BUN
 	done > $(CATALOG_PKG_DIR)/channels.yaml
 	$(OPM) validate $(CATALOG_DIR)
 
+# The community catalogs' submission (k8s-operatorhub/community-operators, community-operators-prod): every
+# bundle the catalog lists, as released, with ci.yaml, the catalog as a basic template, and the catalog rendered
+# for each catalog the template maps to (internal/operatorhub). Copy its operators/ and catalogs/ into a fork.
+OPERATORHUB_DIR ?= $(LOCALBIN)/operatorhub
+# Catalogs the template maps to, comma-separated; empty: the OpenShift release of the bundle's minKubeVersion.
+OPERATORHUB_CATALOGS ?=
+
+.PHONY: operatorhub
+operatorhub: opm operator-sdk ## Write the community catalogs' submission tree into OPERATORHUB_DIR (operators/etcd-operator/<version>, ci.yaml, catalog template, rendered catalogs) and validate it.
+	catalogs=$$(go run ./hack/operatorhub -version $(VERSION) -package $(PACKAGE_NAME) -out $(OPERATORHUB_DIR) 	  -catalogs '$(OPERATORHUB_CATALOGS)') && 	for c in $$catalogs; do 	  mkdir -p $(OPERATORHUB_DIR)/catalogs/$$c/$(PACKAGE_NAME) && 	  $(OPM) render $(CATALOG_PKG_DIR) -o yaml > $(OPERATORHUB_DIR)/catalogs/$$c/$(PACKAGE_NAME)/catalog.yaml && 	  $(OPM) validate $(OPERATORHUB_DIR)/catalogs/$$c || exit 1; 	done
+	for d in $(OPERATORHUB_DIR)/operators/$(PACKAGE_NAME)/*/manifests; do 	  $(OPERATOR_SDK) bundle validate $$(dirname $$d) || exit 1; 	done
+	@echo "submission for the catalogs $$(ls $(OPERATORHUB_DIR)/catalogs) in $(OPERATORHUB_DIR)"
+
 .PHONY: catalog-validate
 catalog-validate: opm ## Validate the file-based catalog.
 	$(OPM) validate $(CATALOG_DIR)

@@ -331,8 +331,17 @@ func TestCatalogMatchesBundle(t *testing.T) {
 		if ch.Package != packageName {
 			t.Errorf("channel %s belongs to package %q", name, ch.Package)
 		}
-		if !slices.ContainsFunc(ch.Entries, func(e entry) bool { return e.Name == b.CSV.Name }) {
+		i := slices.IndexFunc(ch.Entries, func(e entry) bool { return e.Name == b.CSV.Name })
+		if i < 0 {
 			t.Errorf("channel %s has no entry for %s", name, b.CSV.Name)
+			continue
+		}
+		// A catalog built from the CSVs alone (replaces mode: OperatorHub's pipelines, operator-sdk's index
+		// builds) takes the upgrade edge from the CSV: it must be the channel's.
+		if e := ch.Entries[i]; e.Replaces != b.CSV.Spec.Replaces || e.SkipRange != b.CSV.Annotations["olm.skipRange"] {
+			t.Errorf("channel %s: %s replaces %q, skipRange %q; the CSV says spec.replaces %q, olm.skipRange %q "+
+				"(set them in %s)", name, e.Name, e.Replaces, e.SkipRange, b.CSV.Spec.Replaces,
+				b.CSV.Annotations["olm.skipRange"], "config/manifests/bases")
 		}
 	}
 
