@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/utils/clock"
@@ -33,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	alertrules "github.com/seedops/etcd-operator/config/prometheus"
 	"github.com/seedops/etcd-operator/internal/etcd"
 	"github.com/seedops/etcd-operator/internal/maintenance"
 	"github.com/seedops/etcd-operator/internal/membership"
@@ -79,6 +81,10 @@ type EtcdClusterReconciler struct {
 	// podMonitors reads PodMonitors from the manager's cache where the API server serves the kind when the
 	// controller starts; nil where it does not, and then the operator creates none (objects.go).
 	podMonitors client.Reader
+	// prometheusRules reads PrometheusRules likewise; alertRuleGroups are the rule groups each cluster's
+	// PrometheusRule holds (config/prometheus/alerts.yaml, read once when the controller starts).
+	prometheusRules client.Reader
+	alertRuleGroups []resources.RuleGroup
 }
 
 // objects applies the cluster's managed objects (applyIfChanged).
@@ -209,6 +215,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.reconcileAuth,
 		// Last: monitoring must never hold up a step the cluster needs.
 		r.reconcilePodMonitor,
+		r.reconcilePrometheusRule,
 	} {
 		if err := phase(ctx, s); err != nil {
 			return ctrl.Result{}, err
@@ -288,6 +295,11 @@ func (r *EtcdClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) (*builder.TypedBuilder[reconcile.Request], error) {
 	r.reported, r.unchanged, r.metrics = newConditionMemory(), newNoopCache(), newClusterCollector()
+	groups, err := resources.ClusterRuleGroups(alertrules.AlertRules)
+	if err != nil {
+		return nil, err // the embedded rules file is checked by the tests: this is a build that skipped them
+	}
+	r.alertRuleGroups = groups
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1alpha1.EtcdCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&appsv1.StatefulSet{}).
@@ -304,16 +316,21 @@ func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) (*builder.Ty
 		Watches(&etcdv1alpha1.EtcdBackup{}, handler.EnqueueRequestsFromMapFunc(r.backupToRestoringClusters)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Named(ClusterControllerName)
-	// PodMonitors only where prometheus-operator's CRD is installed when the operator starts (installed
-	// later, it takes an operator restart).
-	switch _, err := mgr.GetRESTMapper().RESTMapping(resources.PodMonitorGVK.GroupKind(), resources.PodMonitorGVK.Version); {
-	case err == nil:
-		podMonitor := &unstructured.Unstructured{}
-		podMonitor.SetGroupVersionKind(resources.PodMonitorGVK)
-		b = b.Owns(podMonitor)
-		r.podMonitors = mgr.GetCache()
-	case !meta.IsNoMatchError(err):
-		return nil, fmt.Errorf("look up the PodMonitor kind: %w", err)
+	// PodMonitors and PrometheusRules only where prometheus-operator's CRDs are installed when the operator
+	// starts (installed later, they take an operator restart).
+	for _, kind := range []struct {
+		gvk    schema.GroupVersionKind
+		reader *client.Reader
+	}{{resources.PodMonitorGVK, &r.podMonitors}, {resources.PrometheusRuleGVK, &r.prometheusRules}} {
+		switch _, err := mgr.GetRESTMapper().RESTMapping(kind.gvk.GroupKind(), kind.gvk.Version); {
+		case err == nil:
+			obj := &unstructured.Unstructured{}
+			obj.SetGroupVersionKind(kind.gvk)
+			b = b.Owns(obj)
+			*kind.reader = mgr.GetCache()
+		case !meta.IsNoMatchError(err):
+			return nil, fmt.Errorf("look up the %s kind: %w", kind.gvk.Kind, err)
+		}
 	}
 	return b, nil
 }

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	alertrules "github.com/seedops/etcd-operator/config/prometheus"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
@@ -63,7 +64,17 @@ func managed(c *etcdv1alpha1.EtcdCluster) map[string]client.Object {
 		"PodDisruptionBudget": &policyv1.PodDisruptionBudget{ObjectMeta: meta(resources.PDBName(c))},
 		"CronJob":             &batchv1.CronJob{ObjectMeta: meta(resources.BackupCronJobName(c))},
 		"PodMonitor":          podMonitor(c),
+		"PrometheusRule":      prometheusRule(c),
 	}
+}
+
+// prometheusRule is the cluster's PrometheusRule, to read (the suite installs prometheus-operator's kind).
+func prometheusRule(c *etcdv1alpha1.EtcdCluster) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(resources.PrometheusRuleGVK)
+	u.SetNamespace(c.Namespace)
+	u.SetName(resources.PrometheusRuleName(c))
+	return u
 }
 
 // podMonitor is the cluster's PodMonitor, to read (the suite installs prometheus-operator's kind).
@@ -310,6 +321,17 @@ var _ = Describe("EtcdCluster controller", func() {
 				g.Expect(endpoints).To(HaveLen(1))
 				g.Expect(endpoints[0]).To(HaveKeyWithValue("port", "metrics"))
 			}),
+		Entry("PrometheusRule deleted", "PrometheusRule", nil, nil),
+		Entry("PrometheusRule edited", "PrometheusRule",
+			func(o client.Object) {
+				u := o.(*unstructured.Unstructured)
+				Expect(unstructured.SetNestedField(u.Object, []any{map[string]any{"name": "silenced", "rules": []any{}}}, "spec", "groups")).To(Succeed())
+			},
+			func(g Gomega, o client.Object) {
+				groups, _, _ := unstructured.NestedSlice(o.(*unstructured.Unstructured).Object, "spec", "groups")
+				g.Expect(groups).To(HaveLen(len(mustClusterRuleGroups())))
+				g.Expect(groups[0]).To(HaveKeyWithValue("name", "etcd-operator.clusters"))
+			}),
 		Entry("CronJob deleted", "CronJob", nil, nil),
 		Entry("CronJob edited", "CronJob",
 			func(o client.Object) { o.(*batchv1.CronJob).Spec.Schedule = "* * * * *" },
@@ -450,3 +472,10 @@ func retryUpdate(ctx context.Context, o client.Object, edit func(client.Object))
 }
 
 func intOrString(i int) intstr.IntOrString { return intstr.FromInt(i) }
+
+// mustClusterRuleGroups are the rule groups every cluster's PrometheusRule holds.
+func mustClusterRuleGroups() []resources.RuleGroup {
+	groups, err := resources.ClusterRuleGroups(alertrules.AlertRules)
+	Expect(err).NotTo(HaveOccurred())
+	return groups
+}

@@ -176,20 +176,35 @@ func (r *EtcdClusterReconciler) reconcileNetworkPolicy(ctx context.Context, s *r
 	return r.deleteOwned(ctx, c, &networkingv1.NetworkPolicy{}, resources.NetworkPolicyName(c), "NetworkPolicy", "spec.networkPolicy.enabled is false")
 }
 
-// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=podmonitors,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=podmonitors;prometheusrules,verbs=get;list;watch;create;patch
 
 // reconcilePodMonitor applies the cluster's PodMonitor where the API server serves prometheus-operator's
 // PodMonitor kind (r.podMonitors, found when the controller starts); elsewhere the members' metrics are
-// still there to scrape, and nothing else changes. The object is compared with what the operator sets,
-// not as a whole, so fields the API server defaults cause no write.
+// still there to scrape, and nothing else changes.
 func (r *EtcdClusterReconciler) reconcilePodMonitor(ctx context.Context, s *reconcileScope) error {
 	if r.podMonitors == nil {
 		return nil
 	}
-	desired := resources.PodMonitor(s.cluster)
+	return r.applyMonitoringObject(ctx, s, r.podMonitors, resources.PodMonitor(s.cluster))
+}
+
+// reconcilePrometheusRule applies the cluster's alerting rules (config/prometheus/alerts.yaml, confined to
+// this cluster) where the API server serves prometheus-operator's PrometheusRule kind.
+func (r *EtcdClusterReconciler) reconcilePrometheusRule(ctx context.Context, s *reconcileScope) error {
+	if r.prometheusRules == nil {
+		return nil
+	}
+	return r.applyMonitoringObject(ctx, s, r.prometheusRules, resources.PrometheusRule(s.cluster, r.alertRuleGroups))
+}
+
+// applyMonitoringObject applies one of prometheus-operator's objects (read through reader, the cache of its
+// kind). It is compared with what the operator sets, not as a whole, so fields the API server defaults cause
+// no write; a kind removed since the operator started is not an error.
+func (r *EtcdClusterReconciler) applyMonitoringObject(ctx context.Context, s *reconcileScope, reader client.Reader, desired *unstructured.Unstructured) error {
+	kind := desired.GetKind()
 	existing := &unstructured.Unstructured{}
-	existing.SetGroupVersionKind(resources.PodMonitorGVK)
-	err := r.podMonitors.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+	existing.SetGroupVersionKind(desired.GroupVersionKind())
+	err := reader.Get(ctx, client.ObjectKeyFromObject(desired), existing)
 	if err == nil && holds(existing.Object, desired.Object) {
 		return nil
 	}
@@ -200,12 +215,12 @@ func (r *EtcdClusterReconciler) reconcilePodMonitor(ctx context.Context, s *reco
 	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
 		// prometheus-operator's CRD was removed since the operator started (an apply creates what is
 		// missing, so NotFound means the kind itself is gone): nothing to keep.
-		log.FromContext(ctx).V(1).Info("PodMonitor kind no longer served; not creating one", "podMonitor", desired.GetName())
+		log.FromContext(ctx).V(1).Info("kind no longer served; not creating the object", "kind", kind, "name", desired.GetName())
 		return nil
 	case err != nil:
-		return fmt.Errorf("PodMonitor %s: %w", desired.GetName(), err)
+		return fmt.Errorf("%s %s: %w", kind, desired.GetName(), err)
 	}
-	s.applied.add(ctx, true, "PodMonitor", desired.GetName())
+	s.applied.add(ctx, true, kind, desired.GetName())
 	return nil
 }
 

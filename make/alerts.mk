@@ -8,9 +8,9 @@ PROMTOOL ?= $(LOCALBIN)/promtool-$(PROMETHEUS_VERSION)
 ##@ Test
 
 .PHONY: test-alerts
-test-alerts: promtool etcd ## Check the alerting rules and run their promtool unit tests; check that the rules and the Grafana dashboard query metrics the operator or a real etcd exports, with PromQL that parses.
+test-alerts: promtool etcd ## Check the alerting rules and run their promtool unit tests, also on the PrometheusRule a cluster gets; check that the rules and the Grafana dashboard query metrics the operator or a real etcd exports, with PromQL that parses.
 	$(PROMTOOL) check rules config/prometheus/alerts.yaml
-	$(PROMTOOL) test rules tests/prometheus/*_test.yaml
+	$(PROMTOOL) test rules tests/prometheus/alerts_test.yaml
 	PROMTOOL=$(PROMTOOL) ETCD_BIN_DIR="$(ETCD_BIN)" go test -tags promtool -count=1 ./tests/prometheus/
 
 ##@ Tools (built from pinned sources into ./bin)

@@ -92,13 +92,14 @@ func DefaultOptions() Options {
 }
 
 // Names of the objects of a cluster.
-func PeerServiceName(c *etcdv1alpha1.EtcdCluster) string   { return c.Name }
-func ClientServiceName(c *etcdv1alpha1.EtcdCluster) string { return c.Name + "-client" }
-func ConfigMapName(c *etcdv1alpha1.EtcdCluster) string     { return c.Name + "-config" }
-func StatefulSetName(c *etcdv1alpha1.EtcdCluster) string   { return c.Name }
-func PDBName(c *etcdv1alpha1.EtcdCluster) string           { return c.Name }
-func BackupCronJobName(c *etcdv1alpha1.EtcdCluster) string { return c.Name + "-backup" }
-func PodMonitorName(c *etcdv1alpha1.EtcdCluster) string    { return c.Name }
+func PeerServiceName(c *etcdv1alpha1.EtcdCluster) string    { return c.Name }
+func ClientServiceName(c *etcdv1alpha1.EtcdCluster) string  { return c.Name + "-client" }
+func ConfigMapName(c *etcdv1alpha1.EtcdCluster) string      { return c.Name + "-config" }
+func StatefulSetName(c *etcdv1alpha1.EtcdCluster) string    { return c.Name }
+func PDBName(c *etcdv1alpha1.EtcdCluster) string            { return c.Name }
+func BackupCronJobName(c *etcdv1alpha1.EtcdCluster) string  { return c.Name + "-backup" }
+func PodMonitorName(c *etcdv1alpha1.EtcdCluster) string     { return c.Name }
+func PrometheusRuleName(c *etcdv1alpha1.EtcdCluster) string { return c.Name }
 
 // MemberName is the pod (and etcd member) name of ordinal i.
 func MemberName(c *etcdv1alpha1.EtcdCluster, i int) string { return fmt.Sprintf("%s-%d", c.Name, i) }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	alertrules "github.com/seedops/etcd-operator/config/prometheus"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -112,6 +113,16 @@ func onDemandBackup() *etcdv1alpha1.EtcdBackup {
 	return b
 }
 
+// clusterRuleGroups are the rule groups of the operator's alerting rules file that each cluster gets.
+func clusterRuleGroups(t *testing.T) []RuleGroup {
+	t.Helper()
+	groups, err := ClusterRuleGroups(alertrules.AlertRules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return groups
+}
+
 // TestGolden compares every builder's output with its golden file (make update-golden rewrites them).
 func TestGolden(t *testing.T) {
 	o := DefaultOptions()
@@ -126,6 +137,7 @@ func TestGolden(t *testing.T) {
 		"design-networkpolicy.yaml":  NetworkPolicy(designCluster(), Options{ClusterDomain: "cluster.local", OperatorNamespace: "etcd-operator-system"}),
 		"design-cronjob.yaml":        BackupCronJob(designCluster(), o),
 		"design-podmonitor.yaml":     PodMonitor(designCluster()),
+		"design-prometheusrule.yaml": PrometheusRule(designCluster(), clusterRuleGroups(t)),
 		"custom-statefulset.yaml":    StatefulSet(customCluster(), 5, o, nil, ""),
 		"tuned-statefulset.yaml":     StatefulSet(tunedCluster(), 3, o, nil, o.OperatorImage),
 		"design-backup-pvc.yaml":     BackupPVC(designCluster(), BackupDestination(designCluster(), nil)),
