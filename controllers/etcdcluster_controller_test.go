@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -68,21 +69,21 @@ func managed(c *etcdv1alpha1.EtcdCluster) map[string]client.Object {
 	}
 }
 
-// prometheusRule is the cluster's PrometheusRule, to read (the suite installs prometheus-operator's kind).
-func prometheusRule(c *etcdv1alpha1.EtcdCluster) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(resources.PrometheusRuleGVK)
-	u.SetNamespace(c.Namespace)
-	u.SetName(resources.PrometheusRuleName(c))
-	return u
+// podMonitor and prometheusRule are the cluster's prometheus-operator objects, to read (the suite installs
+// prometheus-operator's kinds).
+func podMonitor(c *etcdv1alpha1.EtcdCluster) *unstructured.Unstructured {
+	return monitoringObject(c, resources.PodMonitorGVK, resources.PodMonitorName(c))
 }
 
-// podMonitor is the cluster's PodMonitor, to read (the suite installs prometheus-operator's kind).
-func podMonitor(c *etcdv1alpha1.EtcdCluster) *unstructured.Unstructured {
+func prometheusRule(c *etcdv1alpha1.EtcdCluster) *unstructured.Unstructured {
+	return monitoringObject(c, resources.PrometheusRuleGVK, resources.PrometheusRuleName(c))
+}
+
+func monitoringObject(c *etcdv1alpha1.EtcdCluster, gvk schema.GroupVersionKind, name string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(resources.PodMonitorGVK)
+	u.SetGroupVersionKind(gvk)
 	u.SetNamespace(c.Namespace)
-	u.SetName(resources.PodMonitorName(c))
+	u.SetName(name)
 	return u
 }
 

@@ -6,8 +6,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"sigs.k8s.io/yaml"
 )
 
 const (
@@ -173,11 +171,7 @@ func TestWriteRefusesAnUncutCatalog(t *testing.T) {
 
 func mustRead(t *testing.T, path string, into any) {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
+	if err := readYAML(path, into); err != nil {
 		t.Fatal(err)
-	}
-	if err := yaml.Unmarshal(data, into); err != nil {
-		t.Fatalf("%s: %v", path, err)
 	}
 }

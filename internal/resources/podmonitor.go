@@ -20,12 +20,7 @@ var PodMonitorGVK = schema.GroupVersionKind{Group: "monitoring.coreos.com", Vers
 // so rules and dashboards join etcd's metrics with the operator's on (namespace, cluster).
 func PodMonitor(c *etcdv1alpha1.EtcdCluster) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{
-		"metadata": map[string]any{
-			"name":            PodMonitorName(c),
-			"namespace":       c.Namespace,
-			"labels":          stringMap(Labels(c, ComponentEtcd)),
-			"ownerReferences": []any{ownerReferenceMap(c)},
-		},
+		"metadata": monitoringMetadata(c, PodMonitorName(c)),
 		"spec": map[string]any{
 			// job="etcd" (the pods' name label) for every cluster, so rules select the members' series by job.
 			"jobLabel": LabelName,
@@ -51,6 +46,17 @@ func PodMonitor(c *etcdv1alpha1.EtcdCluster) *unstructured.Unstructured {
 	}}
 	u.SetGroupVersionKind(PodMonitorGVK)
 	return u
+}
+
+// monitoringMetadata is the metadata of the cluster's prometheus-operator objects: in its namespace, with its
+// labels, owned by it.
+func monitoringMetadata(c *etcdv1alpha1.EtcdCluster, name string) map[string]any {
+	return map[string]any{
+		"name":            name,
+		"namespace":       c.Namespace,
+		"labels":          stringMap(Labels(c, ComponentEtcd)),
+		"ownerReferences": []any{ownerReferenceMap(c)},
+	}
 }
 
 func stringMap(m map[string]string) map[string]any {

@@ -113,12 +113,7 @@ func PrometheusRule(c *etcdv1alpha1.EtcdCluster, groups []RuleGroup) *unstructur
 		specGroups = append(specGroups, map[string]any{"name": g.Name, "rules": rules})
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
-		"metadata": map[string]any{
-			"name":            PrometheusRuleName(c),
-			"namespace":       c.Namespace,
-			"labels":          stringMap(Labels(c, ComponentEtcd)),
-			"ownerReferences": []any{ownerReferenceMap(c)},
-		},
+		"metadata": monitoringMetadata(c, PrometheusRuleName(c)),
 		"spec": map[string]any{"groups": specGroups},
 	}}
 	u.SetGroupVersionKind(PrometheusRuleGVK)
