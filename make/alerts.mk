@@ -4,6 +4,8 @@
 # promtool of Prometheus 3.16.0 (its Go module versions are v0.3xy.z for Prometheus 3.xy.z).
 PROMETHEUS_VERSION ?= v0.316.0
 PROMTOOL ?= $(LOCALBIN)/promtool-$(PROMETHEUS_VERSION)
+# The Prometheus server of the same release: the e2e suite runs it beside the local node (tests/e2e/prometheus_test.go).
+PROMETHEUS ?= $(LOCALBIN)/prometheus-$(PROMETHEUS_VERSION)
 
 ##@ Test
 
@@ -14,6 +16,11 @@ test-alerts: promtool etcd ## Check the alerting rules and run their promtool un
 	PROMTOOL=$(PROMTOOL) ETCD_BIN_DIR="$(ETCD_BIN)" go test -tags promtool -count=1 ./tests/prometheus/
 
 ##@ Tools (built from pinned sources into ./bin)
+
+.PHONY: prometheus
+prometheus: $(PROMETHEUS) ## Build the Prometheus server from its pinned module (the e2e suite scrapes the node with it; without the web UI's assets).
+$(PROMETHEUS): | $(LOCALBIN)
+	tmp=$$(mktemp -d) && GOBIN=$$tmp CGO_ENABLED=0 go install github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS_VERSION) && mv $$tmp/prometheus $@ && rm -rf $$tmp
 
 .PHONY: promtool
 promtool: $(PROMTOOL) ## Build promtool from its pinned module (cold: ~5 min).

@@ -10,9 +10,9 @@ NODE_KUBECONFIG ?= $(NODE_DIR)/kubeconfig
 # others (~2 min).
 E2E_LABEL_FILTER ?= !chaos
 E2E_TIMEOUT ?= 60m
-# Parallel Ginkgo processes: the specs mostly wait for pods, so two at a time roughly halve the suite; the specs
+# Parallel Ginkgo processes: the specs mostly wait for pods, so three at a time take about a third of the time; the specs
 # that change the operator itself are Serial and run alone, after the others.
-E2E_PROCS ?= 2
+E2E_PROCS ?= 3
 # More ginkgo CLI flags, e.g. E2E_ARGS='--focus="heals a member"'.
 E2E_ARGS ?=
 
@@ -33,10 +33,11 @@ images: ## Build the operator, etcd, pause and busybox images offline and push t
 ##@ Test
 
 .PHONY: test-e2e
-test-e2e: cluster-up minio ginkgo ## Deploy the operator (make deploy) on the local node and run the e2e suite (tests/e2e).
+test-e2e: cluster-up minio ginkgo prometheus ## Deploy the operator (make deploy) on the local node and run the e2e suite (tests/e2e; a Prometheus server beside the node for the monitoring scenario).
 	VERSION=$(VERSION) MINIO_BIN=$(MINIO) FAILPOINT_IMAGE=1 hack/node/images.sh
 	KUBECONFIG=$(NODE_KUBECONFIG) $(MAKE) deploy IMG=$$(cat $(NODE_DIR)/operator-image)
 	KUBECONFIG=$(NODE_KUBECONFIG) KUBECTL=$(KUBECTL) E2E_OPERATOR_IMAGE=$$(cat $(NODE_DIR)/operator-image) \
 		E2E_FAILPOINT_IMAGE=$$(cat $(NODE_DIR)/operator-image-failpoints) E2E_KUBELET_ROOT=$(NODE_DIR)/state/kubelet \
+		E2E_PROMETHEUS=$(PROMETHEUS) \
 		$(GINKGO) run --tags e2e --procs $(E2E_PROCS) --timeout $(E2E_TIMEOUT) -v \
 		--label-filter='$(E2E_LABEL_FILTER)' $(E2E_ARGS) ./tests/e2e
