@@ -224,7 +224,11 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	return ctrl.Result{}, nil
 }
 
-// requeueAfter: soon while an operation is in flight, at the health interval while etcd runs, never for
+// learnerPollInterval is how often the controller looks at a learner that is starting or catching up: the
+// promotion waits for etcd's view of it, which no watch delivers.
+const learnerPollInterval = 500 * time.Millisecond
+
+// requeueAfter: soon while an operation is in flight (sooner while a learner is awaited), at the health interval while etcd runs, never for
 // a cluster with nothing to observe (every other change is an event), and in any case when a certificate
 // falls due.
 func (r *EtcdClusterReconciler) requeueAfter(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.Decision) time.Duration {
@@ -233,6 +237,8 @@ func (r *EtcdClusterReconciler) requeueAfter(c *etcdv1alpha1.EtcdCluster, obs ob
 	case c.Spec.Paused:
 		return 0
 	case len(obs.pods) == 0:
+	case d.AwaitsLearner:
+		after = min(r.stepInterval(), learnerPollInterval)
 	case d.InProgress(), obs.hasAlarm(etcd.AlarmNoSpace):
 		// NOSPACE recovery, like a membership change, is one step per reconcile.
 		after = r.stepInterval()

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	"github.com/seedops/etcd-operator/internal/etcd"
+	"github.com/seedops/etcd-operator/internal/membership"
 )
 
 // ordinalURLs names a member's client URL by its ordinal only.
@@ -46,5 +48,24 @@ func TestVoterClientURLs(t *testing.T) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestRequeueAfterLooksSoonerAtAwaitedLearners: a starting or catching-up learner is looked at again within
+// learnerPollInterval (no event says it is ready); other steps at the step interval.
+func TestRequeueAfterLooksSoonerAtAwaitedLearners(t *testing.T) {
+	r := &EtcdClusterReconciler{}
+	c := &etcdv1alpha1.EtcdCluster{}
+	obs := observation{pods: []corev1.Pod{{}}}
+	awaiting := membership.Decision{Phase: membership.PhaseScaling, AwaitsLearner: true}
+	if got := r.requeueAfter(c, obs, awaiting); got != learnerPollInterval {
+		t.Errorf("awaiting a learner: requeue after %s, want %s", got, learnerPollInterval)
+	}
+	if got := r.requeueAfter(c, obs, membership.Decision{Phase: membership.PhaseScaling}); got != r.stepInterval() {
+		t.Errorf("another step: requeue after %s, want the step interval %s", got, r.stepInterval())
+	}
+	r.StepInterval = 100 * time.Millisecond
+	if got := r.requeueAfter(c, obs, awaiting); got != r.StepInterval {
+		t.Errorf("awaiting a learner with a shorter step interval: requeue after %s, want %s", got, r.StepInterval)
 	}
 }

@@ -147,6 +147,10 @@ type Decision struct {
 	Message string
 	// Unknown lists members the operator does not manage; they are reported, never removed.
 	Unknown []Member
+	// AwaitsLearner: a learner is starting or catching up, and nothing else is to be done. etcd's view of
+	// it changes within a second, and no Kubernetes event says so (a learner's pod is never Ready), so the
+	// controller looks again sooner than at its usual step interval.
+	AwaitsLearner bool
 }
 
 // Initial cluster states etcd understands (ETCD_INITIAL_CLUSTER_STATE).

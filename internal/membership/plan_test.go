@@ -41,6 +41,8 @@ type planCase struct {
 	replicas int
 	phase    Phase
 	message  string
+	// awaits: the decision is to look at a starting or catching-up learner again soon.
+	awaits bool
 }
 
 // runPlanCases checks each case's action, StatefulSet size, phase and message; a formed, reachable cluster
@@ -61,6 +63,9 @@ func runPlanCases(t *testing.T, cases []planCase) {
 			}
 			if !strings.Contains(d.Message, tc.message) {
 				t.Errorf("message %q lacks %q", d.Message, tc.message)
+			}
+			if d.AwaitsLearner != tc.awaits {
+				t.Errorf("AwaitsLearner %v, want %v (%q)", d.AwaitsLearner, tc.awaits, d.Message)
 			}
 			if tc.in.Formed && tc.in.Reachable && (d.Config == nil || d.Config.State != StateExisting) {
 				t.Errorf("config %+v: a formed cluster starts new members as existing", d.Config)
@@ -92,14 +97,14 @@ func TestPlan(t *testing.T) {
 				o.Members = append(o.Members, Member{ID: 9, Ordinal: 3, Learner: true})
 				return o
 			}(),
-			replicas: 5, phase: PhaseScaling, message: "starting learner"},
+			replicas: 5, phase: PhaseScaling, message: "starting learner", awaits: true},
 		{name: "a lagging learner is not promoted",
 			in: func() Observed {
 				o := formed(5, 4, voters(3))
 				o.Members = append(o.Members, Member{ID: 9, Ordinal: 3, Name: "c-3", Learner: true, Started: true, Healthy: true, RaftIndex: 10})
 				return o
 			}(),
-			replicas: 5, phase: PhaseScaling, message: "catching up"},
+			replicas: 5, phase: PhaseScaling, message: "catching up", awaits: true},
 		{name: "a caught-up learner is promoted",
 			in: func() Observed {
 				o := formed(5, 4, voters(3))
@@ -404,7 +409,7 @@ func TestPlanSafety(t *testing.T) {
 				o.Members = append(o.Members, Member{ID: 9, Ordinal: 3, Learner: true})
 				return o
 			}(),
-			replicas: 4, phase: PhaseScaling, message: "starting learner"},
+			replicas: 4, phase: PhaseScaling, message: "starting learner", awaits: true},
 		{name: "a formed cluster whose StatefulSet and pods are gone comes back at the members last seen",
 			in: func() Observed {
 				o := formed(5, -1, nil)

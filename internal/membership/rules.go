@@ -187,9 +187,9 @@ func learners(o Observed, v view) (Decision, bool) {
 		d := Decision{Replicas: v.replicas, Phase: PhaseScaling}
 		switch {
 		case !m.Started:
-			d.Message = fmt.Sprintf("starting learner %s", nameOr(m))
+			d.Message, d.AwaitsLearner = fmt.Sprintf("starting learner %s", nameOr(m)), true
 		case v.leader != nil && m.RaftIndex+promoteLag < v.leader.RaftIndex:
-			d.Message = fmt.Sprintf("learner %s catching up (raft index %d of %d)", m.Name, m.RaftIndex, v.leader.RaftIndex)
+			d.Message, d.AwaitsLearner = fmt.Sprintf("learner %s catching up (raft index %d of %d)", m.Name, m.RaftIndex, v.leader.RaftIndex), true
 		default:
 			d.Action, d.Message = Action{Type: ActionPromote, Ordinal: m.Ordinal, ID: m.ID}, fmt.Sprintf("promoting learner %s", m.Name)
 		}
