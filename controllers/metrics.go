@@ -57,6 +57,10 @@ var (
 	descClusterCondition = newClusterDesc("cluster_condition",
 		"1 when the status condition is True, 0 when False or Unknown; absent conditions have no series.",
 		append(clusterLabels, "condition"), nil)
+	descClusterConditionSince = newClusterDesc("cluster_condition_last_transition_timestamp_seconds",
+		"Unix time the status condition last changed status: time() minus it is how long the cluster has been "+
+			"Progressing (scaling, upgrading, healing), Degraded or Available as it is now.",
+		append(clusterLabels, "condition"), nil)
 	descClusterAlarms = newClusterDesc("cluster_alarms",
 		"Active etcd alarms by type (one per member raising it).",
 		append(clusterLabels, "alarm"), nil)
@@ -79,7 +83,7 @@ var (
 		"Unix time the operator-managed certificate expires.",
 		append(clusterLabels, "certificate"), nil)
 
-	allClusterDescs = []*prometheus.Desc{descClusterMembers, descClusterHasLeader, descClusterQuorum, descClusterCondition,
+	allClusterDescs = []*prometheus.Desc{descClusterMembers, descClusterHasLeader, descClusterQuorum, descClusterCondition, descClusterConditionSince,
 		descClusterAlarms, descClusterDBQuota, descClusterInfo, descMemberDBSize, descMemberDBSizeInUse, descBackupLastSuccess,
 		descCertificateExpiry, descMembershipSteps, descMaintenanceSteps}
 
@@ -145,6 +149,9 @@ func clusterMetrics(c *etcdv1alpha1.EtcdCluster) []prometheus.Metric {
 	for _, t := range metricConditions {
 		if cond := meta.FindStatusCondition(st.Conditions, t); cond != nil {
 			gauge(descClusterCondition, boolValue(cond.Status == metav1.ConditionTrue), t)
+			if !cond.LastTransitionTime.IsZero() {
+				gauge(descClusterConditionSince, unixSeconds(cond.LastTransitionTime), t)
+			}
 		}
 	}
 

@@ -232,6 +232,23 @@ etcd_operator_maintenance_steps_total{cluster="main",namespace="prod",result="ta
 	nilCollector.countMembershipStep(main, "Promote", stepTaken) // a reconciler without metrics
 }
 
+// TestConditionTransitionTimes: each condition's last transition is exported, so time() minus it says how
+// long a cluster has been Progressing or Degraded; a condition without a transition time has no series.
+func TestConditionTransitionTimes(t *testing.T) {
+	cc := newClusterCollector()
+	c := metricsCluster("prod", "main")
+	c.Status.Conditions[1].LastTransitionTime = metav1.NewTime(metricsEpoch.Add(-90 * time.Second))
+	cc.observe(c)
+	const want = `
+# HELP etcd_operator_cluster_condition_last_transition_timestamp_seconds Unix time the status condition last changed status: time() minus it is how long the cluster has been Progressing (scaling, upgrading, healing), Degraded or Available as it is now.
+# TYPE etcd_operator_cluster_condition_last_transition_timestamp_seconds gauge
+etcd_operator_cluster_condition_last_transition_timestamp_seconds{cluster="main",condition="Progressing",namespace="prod"} 1.77236631e+09
+`
+	if err := testutil.CollectAndCompare(cc, strings.NewReader(want), "etcd_operator_cluster_condition_last_transition_timestamp_seconds"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestClusterMetricsBeforeFirstObservation: a new cluster reports no member and no leader, and only the
 // series its status can back.
 func TestClusterMetricsBeforeFirstObservation(t *testing.T) {
