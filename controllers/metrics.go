@@ -87,7 +87,7 @@ var (
 		descClusterAlarms, descClusterDBQuota, descClusterInfo, descMemberDBSize, descMemberDBSizeInUse, descBackupLastSuccess,
 		descCertificateExpiry, descMembershipSteps, descMaintenanceSteps}
 
-	// Counters of the steps the operator takes, kept per cluster by the collector (stepCounters).
+	// Counters of the steps the operator takes, kept per cluster by the collector (clusterCollector.steps).
 	descMembershipSteps = newClusterDesc("membership_steps_total",
 		"Membership steps (etcd calls and the pod and claim writes of a replacement) by action and result: "+
 			"taken; deferred (etcd refused for now, such as a member added too soon after another, and the step is retried); failed.",
