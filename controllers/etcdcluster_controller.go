@@ -211,6 +211,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.reconcileBackupPVC,
 		r.recordVolumes,
 		r.takeStep,
+		r.reconcileSweep,
 		r.reconcileSpace,
 		r.reconcileAuth,
 		// Last: monitoring must never hold up a step the cluster needs.
@@ -228,9 +229,9 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // promotion waits for etcd's view of it, which no watch delivers.
 const learnerPollInterval = 500 * time.Millisecond
 
-// requeueAfter: soon while an operation is in flight (sooner while a learner is awaited), at the health interval while etcd runs, never for
-// a cluster with nothing to observe (every other change is an event), and in any case when a certificate
-// falls due.
+// requeueAfter: soon while an operation is in flight (sooner while a learner is awaited), at the health
+// interval while etcd runs, never for a cluster with nothing to observe (every other change is an event),
+// and in any case when a certificate or a scheduled defragmentation falls due.
 func (r *EtcdClusterReconciler) requeueAfter(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.Decision) time.Duration {
 	var after time.Duration
 	switch {
@@ -239,15 +240,16 @@ func (r *EtcdClusterReconciler) requeueAfter(c *etcdv1alpha1.EtcdCluster, obs ob
 	case len(obs.pods) == 0:
 	case d.AwaitsLearner:
 		after = min(r.stepInterval(), learnerPollInterval)
-	case d.InProgress(), obs.hasAlarm(etcd.AlarmNoSpace):
-		// NOSPACE recovery, like a membership change, is one step per reconcile.
+	case d.InProgress(), obs.hasAlarm(etcd.AlarmNoSpace), sweepUnderWay(c):
+		// NOSPACE recovery and a sweep, like a membership change, are one step per reconcile.
 		after = r.stepInterval()
 	default:
 		after = r.healthInterval()
 	}
-	if due := nextRenewal(obs.tlsStatus); !due.IsZero() {
-		// A second late, so the certificate is due when the reconcile looks.
-		if until := due.Sub(r.now()) + time.Second; after == 0 || until < after {
+	// A certificate due for renewal and the defragmentation schedule's next time: a second late, so the
+	// time has come when the reconcile looks.
+	for _, due := range []time.Time{nextRenewal(obs.tlsStatus), nextSweep(c, r.now())} {
+		if until := due.Sub(r.now()) + time.Second; !due.IsZero() && (after == 0 || until < after) {
 			after = max(until, time.Second)
 		}
 	}

@@ -94,7 +94,7 @@ var (
 		append(clusterLabels, "action", "result"), nil)
 	descMaintenanceSteps = newClusterDesc("maintenance_steps_total",
 		"Maintenance steps by kind (Recover: NOSPACE compaction and defragmentation of every member; Disarm; "+
-			"Defragment: one member, routinely) and result: taken or failed.",
+			"Defragment: one member, routinely; SweepDefragment: one member of a scheduled or requested sweep) and result: taken or failed.",
 		append(clusterLabels, "step", "result"), nil)
 
 	// metricConditions are the condition types exported, in order.

@@ -208,7 +208,7 @@ func TestStepCounters(t *testing.T) {
 etcd_operator_membership_steps_total{action="AddLearner",cluster="main",namespace="prod",result="deferred"} 1
 etcd_operator_membership_steps_total{action="AddLearner",cluster="main",namespace="prod",result="taken"} 2
 etcd_operator_membership_steps_total{action="Remove",cluster="other",namespace="dev",result="failed"} 1
-# HELP etcd_operator_maintenance_steps_total Maintenance steps by kind (Recover: NOSPACE compaction and defragmentation of every member; Disarm; Defragment: one member, routinely) and result: taken or failed.
+# HELP etcd_operator_maintenance_steps_total Maintenance steps by kind (Recover: NOSPACE compaction and defragmentation of every member; Disarm; Defragment: one member, routinely; SweepDefragment: one member of a scheduled or requested sweep) and result: taken or failed.
 # TYPE etcd_operator_maintenance_steps_total counter
 etcd_operator_maintenance_steps_total{cluster="main",namespace="prod",result="taken",step="Defragment"} 1
 `

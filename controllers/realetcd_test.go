@@ -922,6 +922,80 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		Expect([]int{procs.PID(0), procs.PID(1), procs.PID(2)}).To(Equal(pids), "no member restarted")
 	})
 
+	It("defragments every member in turn when asked, followers first and the leader last, once per request", func() {
+		pids := []int{procs.PID(0), procs.PID(1), procs.PID(2)}
+		Eventually(func(g Gomega) {
+			g.Expect(get(ctx, c)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1alpha1.ConditionAvailable)).To(BeTrue())
+			g.Expect(c.Status.Members).To(HaveLen(3))
+			for _, m := range c.Status.Members {
+				g.Expect(m.Healthy).To(BeTrue(), m.Name)
+			}
+		}, time.Minute, 250*time.Millisecond).Should(Succeed())
+		leader := ""
+		for _, m := range c.Status.Members {
+			if m.Leader {
+				leader = m.Name
+			}
+		}
+		Expect(leader).NotTo(BeEmpty())
+		defragmentedBefore, err := eventsWithReason(ctx, c, ReasonDefragmented)
+		Expect(err).NotTo(HaveOccurred())
+
+		request := func(value string) {
+			Expect(retryUpdate(ctx, c, func(o client.Object) {
+				a := o.GetAnnotations()
+				if a == nil {
+					a = map[string]string{}
+				}
+				a[etcdv1alpha1.DefragmentAnnotation] = value
+				o.SetAnnotations(a)
+			})).To(Succeed())
+		}
+		completed := func(value string) func(Gomega) {
+			return func(g Gomega) {
+				g.Expect(get(ctx, c)).To(Succeed())
+				st := c.Status.Defragmentation
+				g.Expect(st).NotTo(BeNil())
+				g.Expect(st.LastRequest).To(Equal(value))
+				g.Expect(st.Current).To(BeNil())
+				g.Expect(st.LastCompletionTime).NotTo(BeNil())
+			}
+		}
+
+		By("asking for a sweep with the annotation")
+		request("first")
+		Eventually(completed("first"), 2*time.Minute, 250*time.Millisecond).Should(Succeed())
+		started, err := eventsWithReason(ctx, c, ReasonDefragmentationStarted)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(started).To(HaveLen(1))
+		done, err := eventsWithReason(ctx, c, ReasonDefragmentationCompleted)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(done).To(HaveLen(1))
+		// The completion lists the members in the order they were done: both followers, then the leader.
+		order := strings.Fields(strings.Trim(strings.SplitN(strings.SplitN(done[0].Note, "[", 2)[1], "]", 2)[0], " "))
+		Expect(order).To(HaveLen(3), done[0].Note)
+		Expect(order[2]).To(Equal(leader), done[0].Note)
+		Expect(order[:2]).To(ConsistOf(Not(Equal(leader)), Not(Equal(leader))))
+		defragmented, err := eventsWithReason(ctx, c, ReasonDefragmented)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(len(defragmented)-len(defragmentedBefore)).To(Equal(3), "one defragmentation per member")
+
+		By("keeping the same annotation: no other sweep")
+		lastCompletion := c.Status.Defragmentation.LastCompletionTime.DeepCopy()
+		Consistently(func(g Gomega) {
+			g.Expect(get(ctx, c)).To(Succeed())
+			g.Expect(c.Status.Defragmentation.Current).To(BeNil())
+			g.Expect(c.Status.Defragmentation.LastCompletionTime.Equal(lastCompletion)).To(BeTrue())
+		}, 5*time.Second, 250*time.Millisecond).Should(Succeed())
+
+		By("asking again with a new value")
+		request("second")
+		Eventually(completed("second"), 2*time.Minute, 250*time.Millisecond).Should(Succeed())
+		Expect(eventsWithReason(ctx, c, ReasonDefragmentationCompleted)).To(HaveLen(2))
+		Expect([]int{procs.PID(0), procs.PID(1), procs.PID(2)}).To(Equal(pids), "no member restarted")
+	})
+
 	It("reports which members survive a lost majority and removes none of them", func() {
 		Eventually(running(3), 60*time.Second, 250*time.Millisecond).Should(Succeed())
 		before := etcdMembers(ctx, procs, kubelet.tlsConfig())

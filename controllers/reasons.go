@@ -48,6 +48,9 @@ const (
 	ReasonCompacted     = maintenance.Compacted
 	ReasonDefragmented  = maintenance.Defragmented
 	ReasonAlarmDisarmed = maintenance.AlarmDisarmed
+	// A sweep defragments every member in turn (sweep.go).
+	ReasonDefragmentationStarted   = "DefragmentationStarted"
+	ReasonDefragmentationCompleted = "DefragmentationCompleted"
 
 	// TLS and authentication.
 	ReasonTLSDefaulted       = "TLSDefaulted"

@@ -59,14 +59,14 @@ func planMaintenance(c *etcdv1alpha1.EtcdCluster, obs observation) (space, defra
 
 // reconcileSpace takes the planned maintenance: the whole NOSPACE recovery (compaction, every voter
 // defragmented, the alarm disarmed), a disarm, or one routine defragmentation. A membership step planned in
-// this reconcile goes first, and a routine defragmentation waits for the membership to be stable; the short
-// requeue while the alarm is active brings the recovery back.
+// this reconcile goes first, and a routine defragmentation waits for the membership to be stable and for a
+// sweep under way (sweep.go) to finish; the short requeue while the alarm is active brings the recovery back.
 func (r *EtcdClusterReconciler) reconcileSpace(ctx context.Context, s *reconcileScope) error {
 	step := s.space
 	switch step.Kind {
 	case maintenance.SpaceRecover, maintenance.SpaceDisarm:
 	case maintenance.SpaceNone:
-		if s.defrag.Kind == maintenance.SpaceNone || s.decision.Phase != membership.PhaseStable {
+		if s.defrag.Kind == maintenance.SpaceNone || s.decision.Phase != membership.PhaseStable || sweepUnderWay(s.cluster) {
 			return nil
 		}
 		step = s.defrag
@@ -76,6 +76,20 @@ func (r *EtcdClusterReconciler) reconcileSpace(ctx context.Context, s *reconcile
 	if s.decision.Action.Type != membership.ActionNone {
 		return nil
 	}
+	if err := r.applyMaintenance(ctx, s, step); err != nil {
+		return err
+	}
+	if step.Kind == maintenance.SpaceRecover {
+		// Kept in status (computeStatus starts from it): the next plan disarms, or says the data fills the
+		// quota, instead of recovering again at the same revision.
+		s.cluster.Status.CompactedRevision = step.Revision
+	}
+	return nil
+}
+
+// applyMaintenance takes one maintenance step through the voting members, with an event per action and
+// the step counted in the metrics.
+func (r *EtcdClusterReconciler) applyMaintenance(ctx context.Context, s *reconcileScope, step maintenance.SpaceStep) error {
 	c := s.cluster
 	logf.FromContext(ctx).Info("maintenance", "step", step.Kind, "why", step.Reason)
 	// Maintenance calls go to voting members: a learner refuses them.
@@ -99,11 +113,6 @@ func (r *EtcdClusterReconciler) reconcileSpace(ctx context.Context, s *reconcile
 		return fmt.Errorf("%s: %w", step.Reason, err)
 	}
 	r.metrics.countMaintenanceStep(c, string(step.Kind), stepTaken)
-	if step.Kind == maintenance.SpaceRecover {
-		// Kept in status (computeStatus starts from it): the next plan disarms, or says the data fills the
-		// quota, instead of recovering again at the same revision.
-		c.Status.CompactedRevision = step.Revision
-	}
 	return nil
 }
 

@@ -73,11 +73,8 @@ type EtcdClusterSpec struct {
 	// BackupSchedule is a cron schedule (5 fields, or a macro such as @daily) for periodic backups.
 	// Empty disables scheduled backups.
 	// +optional
-	// +kubebuilder:validation:MaxLength=128
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([@](yearly|annually|monthly|weekly|daily|midnight|hourly)|([*?]|[0-5]?[0-9](-[0-5]?[0-9])?)([/][1-9][0-9]*)?(,([*?]|[0-5]?[0-9](-[0-5]?[0-9])?)([/][1-9][0-9]*)?)*[ ]+([*?]|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)([/][1-9][0-9]*)?(,([*?]|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)([/][1-9][0-9]*)?)*[ ]+([*?]|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)([/][1-9][0-9]*)?(,([*?]|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)([/][1-9][0-9]*)?)*[ ]+([*?]|(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)))?)([/][1-9][0-9]*)?(,([*?]|(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)))?)([/][1-9][0-9]*)?)*[ ]+([*?]|([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))(-([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat)))?)([/][1-9][0-9]*)?(,([*?]|([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))(-([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat)))?)([/][1-9][0-9]*)?)*)$')",message="backupSchedule must be a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. '0 2 * * *') or one of @hourly, @daily, @midnight, @weekly, @monthly, @yearly, @annually"
-	// +kubebuilder:validation:XValidation:rule="self.lowerAscii().replace('jan','1').replace('feb','2').replace('mar','3').replace('apr','4').replace('may','5').replace('jun','6').replace('jul','7').replace('aug','8').replace('sep','9').replace('oct','10').replace('nov','11').replace('dec','12').replace('sun','0').replace('mon','1').replace('tue','2').replace('wed','3').replace('thu','4').replace('fri','5').replace('sat','6').findAll('[0-9]+-[0-9]+').all(r, int(r.split('-')[0]) <= int(r.split('-')[1])) && !self.matches('[/][0-9]{19,}')",message="backupSchedule ranges must go from low to high (e.g. 22-23 or mon-fri, not 23-22) and steps must have at most 18 digits"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup schedule",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
-	BackupSchedule string `json:"backupSchedule,omitempty"`
+	BackupSchedule CronSchedule `json:"backupSchedule,omitempty"`
 
 	// Backup configures where backups go and how many are kept.
 	// +optional
@@ -188,6 +185,13 @@ type TLSSpec struct {
 	RenewBefore *metav1.Duration `json:"renewBefore,omitempty"`
 }
 
+// CronSchedule is a cron schedule in the 5-field form Kubernetes CronJobs use (minute hour day-of-month month
+// day-of-week, e.g. "0 2 * * *"), or a macro such as @daily. The rules refuse what the cron parser would.
+// +kubebuilder:validation:MaxLength=128
+// +kubebuilder:validation:XValidation:rule="self.matches('^([@](yearly|annually|monthly|weekly|daily|midnight|hourly)|([*?]|[0-5]?[0-9](-[0-5]?[0-9])?)([/][1-9][0-9]*)?(,([*?]|[0-5]?[0-9](-[0-5]?[0-9])?)([/][1-9][0-9]*)?)*[ ]+([*?]|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)([/][1-9][0-9]*)?(,([*?]|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)([/][1-9][0-9]*)?)*[ ]+([*?]|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)([/][1-9][0-9]*)?(,([*?]|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)([/][1-9][0-9]*)?)*[ ]+([*?]|(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)))?)([/][1-9][0-9]*)?(,([*?]|(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)))?)([/][1-9][0-9]*)?)*[ ]+([*?]|([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))(-([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat)))?)([/][1-9][0-9]*)?(,([*?]|([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))(-([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat)))?)([/][1-9][0-9]*)?)*)$')",message="must be a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. '0 2 * * *') or one of @hourly, @daily, @midnight, @weekly, @monthly, @yearly, @annually"
+// +kubebuilder:validation:XValidation:rule="self.lowerAscii().replace('jan','1').replace('feb','2').replace('mar','3').replace('apr','4').replace('may','5').replace('jun','6').replace('jul','7').replace('aug','8').replace('sep','9').replace('oct','10').replace('nov','11').replace('dec','12').replace('sun','0').replace('mon','1').replace('tue','2').replace('wed','3').replace('thu','4').replace('fri','5').replace('sat','6').findAll('[0-9]+-[0-9]+').all(r, int(r.split('-')[0]) <= int(r.split('-')[1])) && !self.matches('[/][0-9]{19,}')",message="cron ranges must go from low to high (e.g. 22-23 or mon-fri, not 23-22) and steps must have at most 18 digits"
+type CronSchedule string
+
 // DefragmentationSpec says when a member's database is defragmented. A member serves nothing while it
 // defragments (long on a big database), so the operator does one member at a time, followers before the
 // leader, and only while every member is healthy and no membership change is under way.
@@ -206,6 +210,13 @@ type DefragmentationSpec struct {
 	// +kubebuilder:validation:XValidation:rule="size(string(self)) <= 32 && !string(self).matches('[eE][+-]?[0-9]{3,}') && isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0'))",message="defragmentation.minFreeSize must be a positive quantity such as 64Mi"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Defragment above free size",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	MinFreeSize *resource.Quantity `json:"minFreeSize,omitempty"`
+	// Schedule defragments every member in turn at these times, whatever its free pages: followers first,
+	// the leader last, one at a time, each only while every member is healthy (a sweep waits for that). The
+	// annotation etcd.seedops.io/defragment (any new value, e.g. the time) asks for one sweep now.
+	// Empty: no scheduled sweep.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Defragment every member on a schedule",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	Schedule CronSchedule `json:"schedule,omitempty"`
 }
 
 // EtcdSettingsSpec holds the etcd server settings a user may tune. Settings the operator owns (member
@@ -619,9 +630,55 @@ type EtcdClusterStatus struct {
 	// defragmented every member, recovering from NOSPACE (etcd's periodic auto-compaction is not recorded).
 	// +optional
 	CompactedRevision int64 `json:"compactedRevision,omitempty"`
+	// Defragmentation reports the sweeps that defragment every member in turn (spec.defragmentation.schedule
+	// or the etcd.seedops.io/defragment annotation).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Defragmentation sweeps"
+	Defragmentation *DefragmentationStatus `json:"defragmentation,omitempty"`
 	// Selector of the member pods, for the scale subresource.
 	// +optional
 	Selector string `json:"selector,omitempty"`
+}
+
+// DefragmentAnnotation on an EtcdCluster asks for one sweep that defragments every member in turn: set it
+// to a value it has not had (e.g. the current time); status.defragmentation.lastRequest says once it is done.
+const DefragmentAnnotation = "etcd.seedops.io/defragment"
+
+// DefragmentationStatus reports the sweeps that defragment every member in turn.
+type DefragmentationStatus struct {
+	// Schedule is the spec.defragmentation.schedule that LastScheduleTime counts for.
+	// +optional
+	Schedule string `json:"schedule,omitempty"`
+	// LastScheduleTime is the latest time of Schedule a sweep was started for, or when Schedule was set: the
+	// schedule's next time after it starts the next sweep.
+	// +optional
+	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+	// LastRequest is the value of the etcd.seedops.io/defragment annotation the last requested sweep was
+	// started for.
+	// +optional
+	LastRequest string `json:"lastRequest,omitempty"`
+	// LastCompletionTime is when a sweep last defragmented its last member.
+	// +optional
+	LastCompletionTime *metav1.Time `json:"lastCompletionTime,omitempty"`
+	// Current is the sweep under way, if any.
+	// +optional
+	Current *DefragmentationSweep `json:"current,omitempty"`
+}
+
+// DefragmentationSweep is a sweep under way.
+type DefragmentationSweep struct {
+	// Trigger says what started it: "schedule" or "request".
+	Trigger string `json:"trigger"`
+	// StartTime is when it started.
+	StartTime metav1.Time `json:"startTime"`
+	// Defragmented lists the members done so far, in order.
+	// +optional
+	// +listType=atomic
+	Defragmented []string `json:"defragmented,omitempty"`
+	// Waiting says what the next defragmentation waits for, if anything (every member healthy, a membership
+	// change, NOSPACE recovery).
+	// +optional
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // EtcdCluster is an etcd cluster managed by the operator.

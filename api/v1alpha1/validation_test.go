@@ -70,7 +70,7 @@ backupSchedule: "0 2 * * *"`
 func TestCreateRefusesBadManifests(t *testing.T) {
 	const semver = "version must be a semantic version X.Y.Z"
 	const odd = "replicas must be 1, 3, 5 or 7: etcd needs a majority"
-	const cron = "backupSchedule must be a 5-field cron expression"
+	const cron = "spec.backupSchedule: Invalid value: \"string\": must be a 5-field cron expression"
 	const positive = "storageSize must be a positive quantity"
 	cases := []struct{ name, spec, want string }{
 		{"missing version", "replicas: 3", "spec.version: Required value"},
@@ -120,8 +120,12 @@ func TestCreateRefusesBadManifests(t *testing.T) {
 		{"cron month 13", "version: 3.5.9\nbackupSchedule: '0 0 1 13 *'", cron},
 		{"cron @every", "version: 3.5.9\nbackupSchedule: '@every 1h'", cron},
 		{"cron words", "version: 3.5.9\nbackupSchedule: 'every night'", cron},
-		{"cron backwards range", "version: 3.5.9\nbackupSchedule: '0 23-22 * * *'", "backupSchedule ranges must go from low to high"},
-		{"cron backwards day names", "version: 3.5.9\nbackupSchedule: '0 2 * * fri-mon'", "backupSchedule ranges must go from low to high"},
+		{"cron backwards range", "version: 3.5.9\nbackupSchedule: '0 23-22 * * *'", "spec.backupSchedule: Invalid value: \"string\": cron ranges must go from low to high"},
+		{"cron backwards day names", "version: 3.5.9\nbackupSchedule: '0 2 * * fri-mon'", "cron ranges must go from low to high"},
+		{"defragmentation schedule with 4 fields", "version: 3.5.9\ndefragmentation: {schedule: '0 3 * *'}",
+			"spec.defragmentation.schedule: Invalid value: \"string\": must be a 5-field cron expression"},
+		{"defragmentation schedule backwards", "version: 3.5.9\ndefragmentation: {schedule: '0 3 * * sat-sun'}",
+			"spec.defragmentation.schedule: Invalid value: \"string\": cron ranges must go from low to high"},
 		{"repository with tag", "version: 3.5.9\nrepository: quay.io/coreos/etcd:v3.5.9", "repository must not carry a tag or digest"},
 		{"repository with digest", "version: 3.5.9\nrepository: quay.io/coreos/etcd@sha256:abc", "repository must not carry a tag or digest"},
 		{"reserved pod label", "version: 3.5.9\npod:\n  labels:\n    app.kubernetes.io/instance: x", "reserved for the operator"},
@@ -152,6 +156,7 @@ func TestCreateAcceptsGoodManifests(t *testing.T) {
 		"oldest supported version": "version: 3.5.3",
 		"macro schedule":           "version: 3.5.9\nbackupSchedule: '@daily'",
 		"rich cron":                "version: 3.5.9\nbackupSchedule: '*/15 0-6 1,15 JAN-MAR mon-fri'",
+		"weekly defragmentation":   "version: 3.5.9\ndefragmentation: {schedule: '30 3 * * sun'}",
 		"etcd settings": `
 version: 3.5.17
 storageSize: 10Gi

@@ -241,3 +241,50 @@ func setBackupStatus(ctx context.Context, t *testing.T, c client.Client, b *etcd
 		t.Fatal(err)
 	}
 }
+
+func TestDefragThroughAPIServer(t *testing.T) {
+	c, kc := apiServer(t)
+	ctx := context.Background()
+	ns := namespace(t, c)
+	ec := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd", Namespace: ns, Annotations: map[string]string{"team": "storage"}},
+		Spec: healthyCluster().Spec}
+	if err := c.Create(ctx, ec); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now().UTC()
+	out, _, err := run(ctx, kc, "defrag", ec.Name, "-n", ns)
+	if err != nil {
+		t.Fatalf("defrag: %v\n%s", err, out)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(ec), ec); err != nil {
+		t.Fatal(err)
+	}
+	request, err := time.Parse(time.RFC3339Nano, ec.Annotations[etcdv1alpha1.DefragmentAnnotation])
+	if err != nil || request.Before(before.Truncate(time.Second)) {
+		t.Fatalf("annotation %q = %q (%v): want the time of the request", etcdv1alpha1.DefragmentAnnotation, ec.Annotations[etcdv1alpha1.DefragmentAnnotation], err)
+	}
+	if ec.Annotations["team"] != "storage" {
+		t.Errorf("annotations %v: the others must stay", ec.Annotations)
+	}
+	for _, want := range []string{"etcdcluster.etcd.seedops.io/prod-etcd: defragmentation requested", "kubectl etcd status prod-etcd -n " + ns} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// A second request gets a new value: the operator starts a sweep for each new value.
+	if _, _, err := run(ctx, kc, "defrag", ec.Name, "-n", ns); err != nil {
+		t.Fatal(err)
+	}
+	first := ec.Annotations[etcdv1alpha1.DefragmentAnnotation]
+	if err := c.Get(ctx, client.ObjectKeyFromObject(ec), ec); err != nil {
+		t.Fatal(err)
+	}
+	if ec.Annotations[etcdv1alpha1.DefragmentAnnotation] == first {
+		t.Errorf("a second request kept the value %q", first)
+	}
+
+	_, _, err = run(ctx, kc, "defrag", "missing", "-n", ns)
+	if err == nil || !strings.Contains(err.Error(), `EtcdCluster "missing" not found in namespace "`+ns+`"`) {
+		t.Errorf("missing cluster: got error %v", err)
+	}
+}

@@ -105,6 +105,18 @@ func noSpaceCluster() *etcdv1alpha1.EtcdCluster {
 	return c
 }
 
+// defragmentingCluster is in the middle of a scheduled sweep, waiting for a member to be healthy again.
+func defragmentingCluster() *etcdv1alpha1.EtcdCluster {
+	c := healthyCluster()
+	c.Spec.Defragmentation.Schedule = "30 3 * * sun"
+	c.Status.Defragmentation = &etcdv1alpha1.DefragmentationStatus{
+		Schedule: "30 3 * * sun", LastScheduleTime: ptr.To(ago(5 * time.Minute)), LastCompletionTime: ptr.To(ago(7 * 24 * time.Hour)),
+		Current: &etcdv1alpha1.DefragmentationSweep{Trigger: "schedule", StartTime: ago(5 * time.Minute), Defragmented: []string{"prod-etcd-1"},
+			Waiting: "waiting for every member to be healthy (not: prod-etcd-2)"},
+	}
+	return c
+}
+
 // unscheduledCluster has never been backed up and has no schedule; TLS and auth are off.
 func unscheduledCluster() *etcdv1alpha1.EtcdCluster {
 	c := healthyCluster()

@@ -23,7 +23,7 @@ func NewRootCommand(streams Streams, version string) *cobra.Command {
 		Use:   "kubectl-etcd",
 		Short: "Inspect and operate etcd clusters run by etcd-operator",
 		Long: "kubectl etcd works with the EtcdClusters of etcd-operator (etcd.seedops.io/v1alpha1): " +
-			"their status, on-demand backups, restores into a new cluster, and etcdctl inside a member pod, without copying Secrets.",
+			"their status, on-demand backups, restores into a new cluster, defragmentation, and etcdctl inside a member pod, without copying Secrets.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// Shown as "kubectl etcd" in help, the way kubectl invokes the binary.
@@ -40,6 +40,7 @@ func NewRootCommand(streams Streams, version string) *cobra.Command {
 		newStatusCommand(k, streams),
 		newBackupCommand(k, streams),
 		newRestoreCommand(k, streams),
+		newDefragCommand(k, streams),
 		newEtcdctlCommand(k, streams),
 		newVersionCommand(streams, version),
 	)

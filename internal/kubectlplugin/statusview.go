@@ -59,7 +59,33 @@ func renderStatus(w *strings.Builder, v StatusView) {
 	writeMembers(w, p, s.Members)
 	writeAlarms(w, p, s.Alarms)
 	writeBackups(w, p, v)
+	writeDefragmentation(w, p, c, v.Now)
 	writeCertificates(w, p, s.TLS, v.Now)
+}
+
+// writeDefragmentation shows the sweeps that defragment every member in turn, when there is a schedule or
+// status reports one.
+func writeDefragmentation(w *strings.Builder, p palette, c *etcdv1alpha1.EtcdCluster, now time.Time) {
+	st, schedule := c.Status.Defragmentation, string(c.Spec.Defragmentation.Schedule)
+	if st == nil && schedule == "" {
+		return
+	}
+	fmt.Fprintf(w, "\n%s\n", p.paint(bold, "Defragmentation:"))
+	if st != nil && st.Current != nil {
+		line := fmt.Sprintf("%s, started %s ago; done: %s", st.Current.Trigger, age(now, st.Current.StartTime.Time), orDash(strings.Join(st.Current.Defragmented, ", ")))
+		fmt.Fprintf(w, "  Under way: %s\n", line)
+		if st.Current.Waiting != "" {
+			fmt.Fprintf(w, "  %s\n", p.paint(yellow, strings.ToUpper(st.Current.Waiting[:1])+st.Current.Waiting[1:]))
+		}
+	}
+	if st != nil && st.LastCompletionTime != nil {
+		fmt.Fprintf(w, "  Last:      %s ago (%s)\n", age(now, st.LastCompletionTime.Time), timestamp(st.LastCompletionTime.Time))
+	} else {
+		fmt.Fprintf(w, "  Last:      none yet\n")
+	}
+	if schedule != "" {
+		fmt.Fprintf(w, "  Next:      %s\n", nextRun(schedule, now))
+	}
 }
 
 func versionLine(c *etcdv1alpha1.EtcdCluster) string {
@@ -181,7 +207,11 @@ func writeBackups(w *strings.Builder, p palette, v StatusView) {
 	if cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionBackupSucceeded); cond != nil && cond.Status != metav1.ConditionTrue {
 		fmt.Fprintf(w, "  %s\n", p.paint(red, "Last scheduled backup failed: "+cond.Message))
 	}
-	fmt.Fprintf(w, "  Next:      %s\n", nextBackup(c.Spec.BackupSchedule, now))
+	next := "no schedule (spec.backupSchedule is empty)"
+	if c.Spec.BackupSchedule != "" {
+		next = nextRun(string(c.Spec.BackupSchedule), now)
+	}
+	fmt.Fprintf(w, "  Next:      %s\n", next)
 	for _, b := range v.Backups {
 		if b.Spec.ClusterName == c.Name && (b.Status.Phase == "" || b.Status.Phase == etcdv1alpha1.BackupPending || b.Status.Phase == etcdv1alpha1.BackupRunning) {
 			fmt.Fprintf(w, "  Running:   EtcdBackup %s (%s, created %s ago)\n", b.Name, orUnknown(string(b.Status.Phase)), age(now, b.CreationTimestamp.Time))
@@ -203,12 +233,10 @@ func lastBackupSource(c *etcdv1alpha1.EtcdCluster, backups []etcdv1alpha1.EtcdBa
 	return "source unknown"
 }
 
-// nextBackup is the next run of the schedule. The CronJob sets no time zone, so it runs in
-// kube-controller-manager's, which is UTC on almost every cluster: times are shown in UTC.
-func nextBackup(schedule string, now time.Time) string {
-	if schedule == "" {
-		return "no schedule (spec.backupSchedule is empty)"
-	}
+// nextRun is the next time of a schedule. The backup CronJob sets no time zone, so it runs in
+// kube-controller-manager's, which is UTC on almost every cluster; the operator's sweeps run in UTC: times
+// are shown in UTC.
+func nextRun(schedule string, now time.Time) string {
 	sched, err := cron.ParseStandard(schedule)
 	if err != nil {
 		return fmt.Sprintf("schedule %q does not parse: %v", schedule, err)

@@ -21,6 +21,7 @@ func TestRenderStatusGolden(t *testing.T) {
 		"nospace-degraded":      {Cluster: noSpaceCluster()},
 		"no-backups":            {Cluster: unscheduledCluster()},
 		"no-status":             {Cluster: newCluster()},
+		"defragmenting":         {Cluster: defragmentingCluster()},
 	}
 	for name, v := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -63,8 +64,8 @@ func TestFormatBytes(t *testing.T) {
 }
 
 func TestNextBackupInvalidSchedule(t *testing.T) {
-	if got := nextBackup("61 * * * *", now); !strings.Contains(got, "does not parse") {
-		t.Errorf("nextBackup of a bad schedule = %q", got)
+	if got := nextRun("61 * * * *", now); !strings.Contains(got, "does not parse") {
+		t.Errorf("nextRun of a bad schedule = %q", got)
 	}
 }
 

@@ -27,11 +27,11 @@ const (
 // Report is told of each action as it is done.
 type Report func(outcome, message string)
 
-// Apply takes step: a routine defragmentation, a disarm, or the whole NOSPACE recovery
+// Apply takes step: a routine defragmentation or one of a sweep, a disarm, or the whole NOSPACE recovery
 // (RecoverSpace). Other kinds do nothing.
 func Apply(ctx context.Context, cl Cluster, step SpaceStep, report Report) error {
 	switch step.Kind {
-	case SpaceDefragment:
+	case SpaceDefragment, SpaceSweepDefragment:
 		return defragment(ctx, cl, step.Member, report)
 	case SpaceDisarm:
 		return disarm(ctx, cl, step.Alarms, report)

@@ -1,6 +1,6 @@
 // Package maintenance decides the upkeep of a running cluster's database: recovery from etcd's NOSPACE alarm
-// (PlanSpace, RecoverSpace) and routine defragmentation of files that hold many free pages
-// (PlanDefragmentation).
+// (PlanSpace, RecoverSpace), routine defragmentation of files that hold many free pages
+// (PlanDefragmentation), and sweeps that defragment every member in turn (PlanSweep, LatestScheduled).
 //
 // NOSPACE: once a member's database file reaches the space quota, etcd raises the alarm and refuses every
 // write in the cluster until it is disarmed, which takes a human at 3 a.m. unless the operator does it.
@@ -74,6 +74,8 @@ const (
 	SpaceBlocked SpaceStepKind = "Blocked"
 	// SpaceDefragment: defragment Member (routine).
 	SpaceDefragment SpaceStepKind = "Defragment"
+	// SpaceSweepDefragment: defragment Member, one step of a sweep (sweep.go).
+	SpaceSweepDefragment SpaceStepKind = "SweepDefragment"
 )
 
 // SpaceStep is the next maintenance step.

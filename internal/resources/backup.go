@@ -201,7 +201,7 @@ func BackupCronJob(c *etcdv1alpha1.EtcdCluster, o Options) *batchv1ac.CronJobApp
 		WithLabels(Labels(c, ComponentBackup)).
 		WithOwnerReferences(OwnerReference(c)).
 		WithSpec(batchv1ac.CronJobSpec().
-			WithSchedule(c.Spec.BackupSchedule).
+			WithSchedule(string(c.Spec.BackupSchedule)).
 			WithConcurrencyPolicy(batchv1.ForbidConcurrent).
 			WithSuccessfulJobsHistoryLimit(3).
 			WithFailedJobsHistoryLimit(3).

@@ -114,7 +114,7 @@ func PrometheusRule(c *etcdv1alpha1.EtcdCluster, groups []RuleGroup) *unstructur
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"metadata": monitoringMetadata(c, PrometheusRuleName(c)),
-		"spec": map[string]any{"groups": specGroups},
+		"spec":     map[string]any{"groups": specGroups},
 	}}
 	u.SetGroupVersionKind(PrometheusRuleGVK)
 	return u

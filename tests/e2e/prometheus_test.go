@@ -261,10 +261,10 @@ func startPrometheus(ns, cluster, token string) (string, func()) {
 				"job_name": "etcd-operator",
 				// The operator's series carry the cluster's namespace: without honor_labels, Prometheus would
 				// move it to exported_namespace and put the operator's own namespace in its place.
-				"honor_labels":          true,
-				"scheme":                "https",
-				"tls_config":            map[string]any{"insecure_skip_verify": true},
-				"authorization":         map[string]any{"credentials_file": filepath.Join(dir, "token")},
+				"honor_labels":  true,
+				"scheme":        "https",
+				"tls_config":    map[string]any{"insecure_skip_verify": true},
+				"authorization": map[string]any{"credentials_file": filepath.Join(dir, "token")},
 				"kubernetes_sd_configs": []any{map[string]any{"role": "endpoints", "kubeconfig_file": kubeconfig,
 					"namespaces": map[string]any{"names": []any{operatorNamespace}}}},
 				"relabel_configs": []any{
@@ -313,7 +313,7 @@ func startPrometheus(ns, cluster, token string) (string, func()) {
 			_ = conn.Close()
 		}
 		return err
-	}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed(), "Prometheus did not start; see %s", log.Name())
+	}).WithTimeout(30*time.Second).WithPolling(200*time.Millisecond).Should(Succeed(), "Prometheus did not start; see %s", log.Name())
 	return url, stop
 }
 
@@ -321,4 +321,3 @@ func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
-
