@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -102,14 +103,6 @@ var _ = Describe("A 3-member EtcdCluster", Ordered, func() {
 	})
 
 	It("is shown by kubectl etcd status and reached through kubectl etcd etcdctl", func() {
-		// The plugin's own code, in process, against the node (KUBECONFIG) as `kubectl etcd` runs it.
-		plugin := func(args ...string) (string, error) {
-			var out, errOut bytes.Buffer
-			cmd := kubectlplugin.NewRootCommand(kubectlplugin.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, "e2e")
-			cmd.SetArgs(args)
-			err := cmd.ExecuteContext(ctx)
-			return out.String(), errors.Join(err, errorIfNotEmpty(errOut.String()))
-		}
 		out, err := plugin("status", "-n", ns, c.Name)
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(out).To(ContainSubstring("EtcdCluster %s in namespace %s", c.Name, ns))
@@ -131,6 +124,43 @@ var _ = Describe("A 3-member EtcdCluster", Ordered, func() {
 		for _, name := range memberNames(c, 3) {
 			Expect(out).To(ContainSubstring(", started, %s, ", name))
 		}
+	})
+
+	It("defragments every member in turn on kubectl etcd defrag, leader last, restarting none", func() {
+		pods, restarts := podUIDs(c), etcdRestarts(c)
+		out, err := plugin("defrag", "-n", ns, c.Name)
+		Expect(err).NotTo(HaveOccurred(), out)
+		cur := fw.GetCluster(c)
+		request := cur.Annotations[etcdv1alpha1.DefragmentAnnotation]
+		Expect(request).NotTo(BeEmpty())
+		Eventually(func(g Gomega) {
+			st := fw.GetCluster(c).Status.Defragmentation
+			g.Expect(st).NotTo(BeNil())
+			g.Expect(st.LastRequest).To(Equal(request))
+			g.Expect(st.Current).To(BeNil())
+			g.Expect(st.LastCompletionTime).NotTo(BeNil())
+		}).WithTimeout(2 * time.Minute).Should(Succeed())
+		// The completion event lists the members in the order they were done: the leader last.
+		var leader string
+		for _, m := range fw.GetCluster(c).Status.Members {
+			if m.Leader {
+				leader = m.Name
+			}
+		}
+		events := &eventsv1.EventList{}
+		Expect(k8s.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+		var completed []string
+		for _, e := range events.Items {
+			if e.Regarding.Name == c.Name && e.Reason == "DefragmentationCompleted" {
+				completed = append(completed, e.Note)
+			}
+		}
+		Expect(completed).To(ConsistOf(MatchRegexp(`\[\S+ \S+ ` + regexp.QuoteMeta(leader) + `\]`)))
+		Eventually(func(g Gomega) { expectSamePods(g, c, pods) }).Should(Succeed())
+		Expect(etcdRestarts(c)).To(Equal(restarts), "an etcd container restarted")
+		out, err = plugin("status", "-n", ns, c.Name)
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(MatchRegexp(`(?m)^Defragmentation:\n  Last:\s+\S+ ago`))
 	})
 
 	It("keeps quorum with a PodDisruptionBudget of minAvailable 2", func() {
@@ -301,4 +331,13 @@ func errorIfNotEmpty(stderr string) error {
 		return nil
 	}
 	return errors.New(stderr)
+}
+
+// plugin runs `kubectl etcd` with args: the plugin's own code, in process, against the node (KUBECONFIG).
+func plugin(args ...string) (string, error) {
+	var out, errOut bytes.Buffer
+	cmd := kubectlplugin.NewRootCommand(kubectlplugin.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, "e2e")
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	return out.String(), errors.Join(err, errorIfNotEmpty(errOut.String()))
 }
