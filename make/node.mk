@@ -5,10 +5,11 @@
 NODE_DIR ?= $(LOCALBIN)/node
 NODE_KUBECONFIG ?= $(NODE_DIR)/kubeconfig
 # Ginkgo label filter of `make test-e2e`; the default runs every scenario but the chaos run (label "chaos",
-# `make test-chaos`). The scaling, upgrade, healing and operator-failover scenarios carry the label
-# "membership": E2E_LABEL_FILTER=membership runs only them, E2E_LABEL_FILTER='!membership && !chaos' the
-# others (~2 min).
-E2E_LABEL_FILTER ?= !chaos
+# `make test-chaos`) and the monitoring one (label "prometheus", `make test-monitoring`: it needs a Prometheus
+# server, the longest build of the suite). The scaling, upgrade, healing and operator-failover scenarios carry
+# the label "membership": E2E_LABEL_FILTER=membership runs only them, E2E_LABEL_FILTER='!membership && !chaos
+# && !prometheus' the others (~2 min).
+E2E_LABEL_FILTER ?= !chaos && !prometheus
 E2E_TIMEOUT ?= 60m
 # Parallel Ginkgo processes: the specs mostly wait for pods, so three at a time take about a third of the time; the specs
 # that change the operator itself are Serial and run alone, after the others.
@@ -33,11 +34,18 @@ images: ## Build the operator, etcd, pause and busybox images offline and push t
 ##@ Test
 
 .PHONY: test-e2e
-test-e2e: cluster-up minio ginkgo prometheus ## Deploy the operator (make deploy) on the local node and run the e2e suite (tests/e2e; a Prometheus server beside the node for the monitoring scenario).
+test-e2e: cluster-up minio ginkgo ## Deploy the operator (make deploy) on the local node and run the e2e suite (tests/e2e) but the chaos and monitoring scenarios.
 	VERSION=$(VERSION) MINIO_BIN=$(MINIO) FAILPOINT_IMAGE=1 hack/node/images.sh
 	KUBECONFIG=$(NODE_KUBECONFIG) $(MAKE) deploy IMG=$$(cat $(NODE_DIR)/operator-image)
 	KUBECONFIG=$(NODE_KUBECONFIG) KUBECTL=$(KUBECTL) E2E_OPERATOR_IMAGE=$$(cat $(NODE_DIR)/operator-image) \
 		E2E_FAILPOINT_IMAGE=$$(cat $(NODE_DIR)/operator-image-failpoints) E2E_KUBELET_ROOT=$(NODE_DIR)/state/kubelet \
-		E2E_PROMETHEUS=$(PROMETHEUS) \
 		$(GINKGO) run --tags e2e --procs $(E2E_PROCS) --timeout $(E2E_TIMEOUT) -v \
 		--label-filter='$(E2E_LABEL_FILTER)' $(E2E_ARGS) ./tests/e2e
+
+.PHONY: test-monitoring
+test-monitoring: cluster-up ginkgo prometheus ## The monitoring e2e scenario: a real Prometheus server beside the local node scrapes a cluster's members and the operator, with the alerting rules loaded.
+	VERSION=$(VERSION) hack/node/images.sh
+	KUBECONFIG=$(NODE_KUBECONFIG) $(MAKE) deploy IMG=$$(cat $(NODE_DIR)/operator-image)
+	KUBECONFIG=$(NODE_KUBECONFIG) KUBECTL=$(KUBECTL) E2E_OPERATOR_IMAGE=$$(cat $(NODE_DIR)/operator-image) \
+		E2E_PROMETHEUS=$(PROMETHEUS) \
+		$(GINKGO) run --tags e2e --timeout 20m -v --label-filter='prometheus' $(E2E_ARGS) ./tests/e2e

@@ -50,7 +50,7 @@ var _ = Describe("Monitoring with a real Prometheus", Ordered, Label("prometheus
 	)
 
 	BeforeAll(func() {
-		Expect(prometheusBin).NotTo(BeEmpty(), "E2E_PROMETHEUS must name a Prometheus binary (make test-e2e builds it)")
+		Expect(prometheusBin).NotTo(BeEmpty(), "E2E_PROMETHEUS must name a Prometheus binary (make test-monitoring builds it)")
 		ns = fw.NewNamespace("prometheus")
 		c = fw.NewCluster(ns, "watched", etcdVersion, 3)
 		// Backups every minute to an object store that refuses connections: the backup alert's case.
