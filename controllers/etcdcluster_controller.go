@@ -325,7 +325,7 @@ func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) (*builder.Ty
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Named(ClusterControllerName)
 	// PodMonitors and PrometheusRules only where prometheus-operator's CRDs are installed when the operator
-	// starts (installed later, they take an operator restart).
+	// starts (installed later, they take an operator restart); cached as metadata only (applyMonitoringObject).
 	for _, kind := range []struct {
 		gvk    schema.GroupVersionKind
 		reader *client.Reader
@@ -334,7 +334,7 @@ func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) (*builder.Ty
 		case err == nil:
 			obj := &unstructured.Unstructured{}
 			obj.SetGroupVersionKind(kind.gvk)
-			b = b.Owns(obj)
+			b = b.Owns(obj, builder.OnlyMetadata)
 			*kind.reader = mgr.GetCache()
 		case !meta.IsNoMatchError(err):
 			return nil, fmt.Errorf("look up the %s kind: %w", kind.gvk.Kind, err)

@@ -12,6 +12,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
@@ -197,18 +198,33 @@ func (r *EtcdClusterReconciler) reconcilePrometheusRule(ctx context.Context, s *
 	return r.applyMonitoringObject(ctx, s, r.prometheusRules, resources.PrometheusRule(s.cluster, r.alertRuleGroups))
 }
 
-// applyMonitoringObject applies one of prometheus-operator's objects (read through reader, the cache of its
-// kind). It is compared with what the operator sets, not as a whole, so fields the API server defaults cause
-// no write; a kind removed since the operator started is not an error.
+// applyMonitoringObject applies one of prometheus-operator's objects. Its kind is cached as metadata only
+// (reader): a PrometheusRule holds every alerting rule, about 14 KB a cluster. The object is read live, and
+// compared with what the operator sets (not as a whole, so fields the API server defaults cause no write),
+// only when its resourceVersion moved since it was last found as desired. A kind removed since the operator
+// started is not an error.
 func (r *EtcdClusterReconciler) applyMonitoringObject(ctx context.Context, s *reconcileScope, reader client.Reader, desired *unstructured.Unstructured) error {
-	kind := desired.GetKind()
-	existing := &unstructured.Unstructured{}
-	existing.SetGroupVersionKind(desired.GroupVersionKind())
-	err := reader.Get(ctx, client.ObjectKeyFromObject(desired), existing)
-	if err == nil && holds(existing.Object, desired.Object) {
-		return nil
+	kind, key := desired.GetKind(), client.ObjectKeyFromObject(desired)
+	memoryKey := kind + "/" + key.String()
+	hash, hashErr := hashOf(desired.Object)
+	cached := &metav1.PartialObjectMetadata{}
+	cached.SetGroupVersionKind(desired.GroupVersionKind())
+	err := reader.Get(ctx, key, cached)
+	if err == nil {
+		if hashErr == nil && r.unchanged.is(memoryKey, cached.ResourceVersion, hash) {
+			return nil
+		}
+		existing := &unstructured.Unstructured{}
+		existing.SetGroupVersionKind(desired.GroupVersionKind())
+		if err = r.liveReader().Get(ctx, key, existing); err == nil && holds(existing.Object, desired.Object) {
+			if hashErr == nil {
+				r.unchanged.set(memoryKey, existing.GetResourceVersion(), hash)
+			}
+			return nil
+		}
 	}
 	if err == nil || apierrors.IsNotFound(err) {
+		r.unchanged.forget(memoryKey)
 		err = r.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(FieldOwner), client.ForceOwnership)
 	}
 	switch {
@@ -219,6 +235,10 @@ func (r *EtcdClusterReconciler) applyMonitoringObject(ctx context.Context, s *re
 		return nil
 	case err != nil:
 		return fmt.Errorf("%s %s: %w", kind, desired.GetName(), err)
+	}
+	// The apply answered with the object as it now is: exactly the desired fields are ours at its version.
+	if rv := desired.GetResourceVersion(); rv != "" && hashErr == nil {
+		r.unchanged.set(memoryKey, rv, hash)
 	}
 	s.applied.add(ctx, true, kind, desired.GetName())
 	return nil
