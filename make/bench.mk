@@ -7,6 +7,8 @@ BENCH_DIR ?= $(LOCALBIN)/bench
 BENCH_CLUSTERS ?= 1000
 BENCH_UNRELATED ?= 10000
 BENCH_RUNS ?= 3
+# CRD directories of the envtest scale run; add controllers/testdata/crds to install prometheus-operator's kinds.
+BENCH_CRDS ?= config/crd/bases
 # node part: runs per scenario, and the scenarios (regexp over available,scale,heal,upgrade).
 BENCH_NODE_RUNS ?= 3
 BENCH_NODE_RUN ?= .
@@ -19,7 +21,7 @@ NODE_LOCK ?= /tmp/etcd-operator-node.lock
 bench-envtest: envtest ## 1,000 EtcdClusters at once among 10,000 unrelated objects on envtest: time, reconciles/s, writes at rest, RSS/heap, pprof.
 	go build -o $(BENCH_DIR)/envtest-bench ./tests/bench/envtest
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(BENCH_DIR)/envtest-bench -clusters $(BENCH_CLUSTERS) \
-		-unrelated $(BENCH_UNRELATED) -runs $(BENCH_RUNS) -out $(BENCH_DIR)/envtest
+		-unrelated $(BENCH_UNRELATED) -runs $(BENCH_RUNS) -crds $(BENCH_CRDS) -out $(BENCH_DIR)/envtest
 	@echo "profiles: go tool pprof -top $(BENCH_DIR)/envtest-bench $(BENCH_DIR)/envtest/cpu-0.pprof (heap-0.pprof)"
 
 .PHONY: bench-node

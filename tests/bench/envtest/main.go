@@ -114,7 +114,7 @@ func main() {
 	runs := flag.Int("runs", 3, "runs, each on a fresh envtest")
 	rest := flag.Duration("rest", 20*time.Second, "how long to count writes at rest")
 	out := flag.String("out", "bin/bench/envtest", "directory for results.json, profiles and operator logs")
-	crds := flag.String("crds", "config/crd/bases", "CRD directory")
+	crds := flag.String("crds", "config/crd/bases", "CRD directories, comma-separated (add controllers/testdata/crds for prometheus-operator's PodMonitor and PrometheusRule: every cluster then gets one of each)")
 	concurrency := flag.Int("max-concurrent-reconciles", 4, "the operator's --max-concurrent-reconciles (cmd/main.go's default)")
 	flag.Parse()
 	maxConcurrentReconciles = *concurrency
@@ -150,7 +150,7 @@ func run(ctx context.Context, idx, nClusters, nUnrelated, nNS int, rest time.Dur
 	res = Result{Clusters: nClusters, Unrelated: nUnrelated, Namespaces: nNS, RestSeconds: rest.Seconds(),
 		MaxConcurrentReconciles: maxConcurrentReconciles, GoMemLimit: operatorMemoryLimit()}
 
-	env := &envtest.Environment{CRDDirectoryPaths: []string{crds}, ErrorIfCRDPathMissing: true}
+	env := &envtest.Environment{CRDDirectoryPaths: strings.Split(crds, ","), ErrorIfCRDPathMissing: true}
 	// envtest's default service range (/24) holds ~250 cluster IPs; every cluster has a client Service.
 	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.0.0.0/16")
 	cfg, err := env.Start()
