@@ -210,7 +210,7 @@ type DefragmentationSpec struct {
 	// +kubebuilder:validation:XValidation:rule="size(string(self)) <= 32 && !string(self).matches('[eE][+-]?[0-9]{3,}') && isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0'))",message="defragmentation.minFreeSize must be a positive quantity such as 64Mi"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Defragment above free size",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	MinFreeSize *resource.Quantity `json:"minFreeSize,omitempty"`
-	// Schedule defragments every member in turn at these times, whatever its free pages: followers first,
+	// Schedule defragments every member in turn at these times (UTC), whatever its free pages: followers first,
 	// the leader last, one at a time, each only while every member is healthy (a sweep waits for that). The
 	// annotation etcd.seedops.io/defragment (any new value, e.g. the time) asks for one sweep now.
 	// Empty: no scheduled sweep.
