@@ -159,6 +159,15 @@ func (k *fakeKubelet) run(ctx context.Context) {
 	}
 }
 
+// stop stops member i's process, saying why when it was running (a restart a spec did not expect is then
+// explained in its output).
+func (k *fakeKubelet) stop(i int, why string) {
+	if k.c.Running(i) {
+		GinkgoWriter.Printf("fake kubelet: stopping member %d: %s\n", i, why)
+	}
+	k.c.Stop(i)
+}
+
 func (k *fakeKubelet) sync(ctx context.Context) {
 	sts := &appsv1.StatefulSet{}
 	if err := k8sClient.Get(ctx, key(realNS, resources.StatefulSetName(k.cluster)), sts); err != nil {
@@ -182,10 +191,10 @@ func (k *fakeKubelet) sync(ctx context.Context) {
 			if err == nil {
 				_ = k8sClient.Delete(ctx, pod)
 			}
-			k.c.Stop(i)
+			k.stop(i, "beyond the StatefulSet's replicas")
 			continue
 		case apierrors.IsNotFound(err):
-			k.c.Stop(i) // the pod was deleted: its container stops, and a new pod starts
+			k.stop(i, "its pod was deleted") // its container stops, and a new pod starts
 			pod = &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: realNS, Labels: resources.Labels(k.cluster, resources.ComponentEtcd)},
 				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: sts.Spec.Template.Spec.Containers[0].Image}}},
@@ -197,11 +206,14 @@ func (k *fakeKubelet) sync(ctx context.Context) {
 			continue
 		}
 		if k.isDown(i) {
-			k.c.Stop(i)
+			k.stop(i, "set down by the test")
 			k.setReady(ctx, pod, i)
 			continue
 		}
 		if !k.c.Running(i) {
+			if pid := k.c.PID(i); pid == 0 && k.c.HasData(i) {
+				GinkgoWriter.Printf("fake kubelet: member %d is not running; starting it\n", i)
+			}
 			if !k.ensureClaim(ctx, i) || (k.gated(&sts.Spec.Template.Spec) && !k.gateAllows(ctx, i, cm.Data["ETCD_INITIAL_CLUSTER_STATE"])) {
 				continue
 			}
@@ -923,7 +935,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 	})
 
 	It("defragments every member in turn when asked, followers first and the leader last, once per request", func() {
-		pids := []int{procs.PID(0), procs.PID(1), procs.PID(2)}
+		memberPIDs := func() []int { return []int{procs.PID(0), procs.PID(1), procs.PID(2)} }
 		Eventually(func(g Gomega) {
 			g.Expect(get(ctx, c)).To(Succeed())
 			g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1alpha1.ConditionAvailable)).To(BeTrue())
@@ -939,6 +951,8 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 			}
 		}
 		Expect(leader).NotTo(BeEmpty())
+		// Each sweep is checked to restart no member over its own span, from the request to its completion.
+		pids := memberPIDs()
 		defragmentedBefore, err := eventsWithReason(ctx, c, ReasonDefragmented)
 		Expect(err).NotTo(HaveOccurred())
 
@@ -966,6 +980,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		By("asking for a sweep with the annotation")
 		request("first")
 		Eventually(completed("first"), 2*time.Minute, 250*time.Millisecond).Should(Succeed())
+		Expect(memberPIDs()).To(Equal(pids), "no member restarted by the sweep")
 		started, err := eventsWithReason(ctx, c, ReasonDefragmentationStarted)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(started).To(HaveLen(1))
@@ -990,10 +1005,12 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		}, 5*time.Second, 250*time.Millisecond).Should(Succeed())
 
 		By("asking again with a new value")
+		Eventually(running(3), 60*time.Second, 250*time.Millisecond).Should(Succeed())
+		pids = memberPIDs()
 		request("second")
 		Eventually(completed("second"), 2*time.Minute, 250*time.Millisecond).Should(Succeed())
 		Expect(eventsWithReason(ctx, c, ReasonDefragmentationCompleted)).To(HaveLen(2))
-		Expect([]int{procs.PID(0), procs.PID(1), procs.PID(2)}).To(Equal(pids), "no member restarted")
+		Expect(memberPIDs()).To(Equal(pids), "no member restarted by the second sweep")
 	})
 
 	It("reports which members survive a lost majority and removes none of them", func() {
