@@ -17,7 +17,7 @@ import (
 // runMemberGate is `manager member-gate`, the first init container of every member pod. It reads etcd's
 // own ETCD_* configuration and exits 0 when etcd may start, or membergate.RefusalExitCode with a
 // termination message starting with membergate.RefusalMarker when the data directory holds a member the
-// cluster no longer has. While an empty member waits for the operator to plan its join, it keeps running.
+// cluster no longer has, or membergate.HoldExitCode while another member is forced to start alone. While an empty member waits for the operator to plan its join, it keeps running.
 func runMemberGate(args []string) int {
 	fs := flag.NewFlagSet("member-gate", flag.ContinueOnError)
 	var messagePath string
@@ -49,6 +49,9 @@ func memberGate(getenv func(string) string, messagePath string, interval time.Du
 	d, err := membergate.Check(ctx, cfg)
 	if err != nil {
 		return verdict("error: "+err.Error(), 1)
+	}
+	if d.Hold {
+		return verdict(d.Message(), membergate.HoldExitCode)
 	}
 	if !d.Start {
 		return verdict(d.Message(), membergate.RefusalExitCode)

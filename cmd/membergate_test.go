@@ -65,6 +65,24 @@ func TestMemberGateVerdicts(t *testing.T) {
 		t.Fatalf("stale data: exit %d, message %q; want %d and one line starting with %q", code, msg, membergate.RefusalExitCode, membergate.RefusalMarker)
 	}
 
+	// A quorum-loss recovery forces member m-0 to start alone: m-1's data waits, whatever the peers say.
+	e[membergate.EnvForceNewCluster], e[membergate.EnvForceNewClusterMember] = "true", "m-0"
+	code = memberGate(getenv, msgPath, 10*time.Millisecond, zap.NewNop())
+	if msg := message(); code != membergate.HoldExitCode || !strings.HasPrefix(msg, membergate.HoldMarker) || strings.Count(msg, "\n") != 1 {
+		t.Fatalf("forced start of another member: exit %d, message %q; want %d and one line starting with %q", code, msg, membergate.HoldExitCode, membergate.HoldMarker)
+	}
+	// The member forced to start alone starts on its data at once.
+	e[membergate.EnvForceNewClusterMember] = "m-1"
+	if code := memberGate(getenv, msgPath, 10*time.Millisecond, zap.NewNop()); code != 0 || !strings.Contains(message(), "--force-new-cluster") {
+		t.Fatalf("forced start of this member: exit %d, message %q; want 0 and a start", code, message())
+	}
+	// The instruction without a member is unusable: which member forces is unknown.
+	delete(e, membergate.EnvForceNewClusterMember)
+	if code := memberGate(getenv, msgPath, 10*time.Millisecond, zap.NewNop()); code != 1 {
+		t.Fatalf("force without a member: exit %d, message %q; want 1", code, message())
+	}
+	delete(e, membergate.EnvForceNewCluster)
+
 	delete(e, "ETCD_DATA_DIR")
 	if code := memberGate(getenv, msgPath, 10*time.Millisecond, zap.NewNop()); code != 1 || strings.HasPrefix(message(), membergate.RefusalMarker) {
 		t.Fatalf("bad configuration: exit %d, message %q; want 1 and no refusal", code, message())

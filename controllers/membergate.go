@@ -51,6 +51,13 @@ func memberGateContainer(spec *corev1.PodSpec) *corev1.Container {
 	return nil
 }
 
+// gateHoldsForRecovery reports whether a member pod spec's gate holds etcd back on its data while another
+// member is forced to start alone: a gate of this operator's image does (older gates predate the rule).
+func gateHoldsForRecovery(spec *corev1.PodSpec, operatorImage string) bool {
+	gate := memberGateContainer(spec)
+	return gate != nil && gate.Image == operatorImage
+}
+
 // hasMemberGate reports whether a member pod spec runs the member gate before etcd.
 func hasMemberGate(spec *corev1.PodSpec) bool { return memberGateContainer(spec) != nil }
 

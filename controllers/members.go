@@ -61,7 +61,7 @@ func memberConfig(c *etcdv1alpha1.EtcdCluster, cfg *membership.Config, urls Memb
 		}
 		parts = append(parts, name+"="+url)
 	}
-	return resources.MemberConfig{InitialCluster: strings.Join(parts, ","), InitialClusterState: cfg.State}
+	return resources.MemberConfig{InitialCluster: strings.Join(parts, ","), InitialClusterState: cfg.State, ForceNewCluster: cfg.ForceNewCluster}
 }
 
 // recordVolumes writes, on each healthy member's claim, the ID of the member whose data it holds. A
@@ -90,6 +90,10 @@ func (r *EtcdClusterReconciler) takeStep(ctx context.Context, s *reconcileScope)
 	c, d := s.cluster, s.decision
 	a := d.Action
 	if a.Type == membership.ActionNone {
+		if d.Phase == membership.PhaseRecovering && s.obs.reachable {
+			// The survivor answers alone: said once, as the configuration loses --force-new-cluster.
+			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonQuorumRecovered, "QuorumRecovery", "%s", d.Message)
+		}
 		return nil
 	}
 	logf.FromContext(ctx).Info("membership step", "action", a.Type, "ordinal", a.Ordinal, "member", fmt.Sprintf("%x", a.ID), "why", d.Message)
@@ -106,7 +110,12 @@ func (r *EtcdClusterReconciler) takeStep(ctx context.Context, s *reconcileScope)
 		return fmt.Errorf("%s: %w", d.Message, err)
 	}
 	r.metrics.countMembershipStep(c, string(a.Type), stepTaken)
-	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonMemberChange, string(a.Type), "%s", d.Message)
+	if d.Phase == membership.PhaseRecovering {
+		// Writes the survivor had not received are lost: a warning a human should read.
+		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, ReasonQuorumRecovery, string(a.Type), "%s", d.Message)
+	} else {
+		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonMemberChange, string(a.Type), "%s", d.Message)
+	}
 	failpoint.Inject(failpoint.AfterMembershipStep)
 	return nil
 }

@@ -68,6 +68,8 @@ type observation struct {
 	authEnabled *bool
 	// survivors are the member pods' own answers when the member list could not be read (no majority).
 	survivors []survivor
+	// forcing is a quorum-loss recovery's instruction in the members' configuration (nil when none).
+	forcing *membership.ForceNewCluster
 	// alarms are etcd's active alarms (nil when etcd could not list them).
 	alarms []etcd.Alarm
 	// tls is the cluster's CA and certificates; tlsStatus what status reports of them.
@@ -216,6 +218,13 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 		if !podUpToDate(p, c, obs.statefulSet, obs.options) {
 			obs.outdatedPods = append(obs.outdatedPods, p.Name)
 		}
+	}
+	cm := &corev1.ConfigMap{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.ConfigMapName(c)}, cm); {
+	case err == nil:
+		obs.forcing = resources.ForceNewClusterOf(cm.Data)
+	case !apierrors.IsNotFound(err):
+		return obs, err
 	}
 	claims := &corev1.PersistentVolumeClaimList{}
 	if err := r.List(ctx, claims, client.InNamespace(c.Namespace), client.MatchingLabels(resources.SelectorLabels(c))); err != nil {
@@ -495,8 +504,10 @@ func (obs observation) planInput(c *etcdv1alpha1.EtcdCluster, now time.Time, hea
 	}
 	for ord, p := range obs.podByOrdinal {
 		in.Pods[ord] = membership.Pod{Ready: podReady(p), UpToDate: !outdated[p.Name], Terminating: !p.DeletionTimestamp.IsZero(),
-			CannotStart: podCannotStart(p), StaleData: gateRefusal(p), Created: p.CreationTimestamp.Time}
+			CannotStart: podCannotStart(p), StaleData: gateRefusal(p), Created: p.CreationTimestamp.Time, UID: string(p.UID),
+			GateHoldsForRecovery: gateHoldsForRecovery(&p.Spec, obs.options.OperatorImage)}
 	}
+	in.Recovery = obs.recoveryInput(c)
 	for ord, pvc := range obs.pvcByOrdinal {
 		id, _ := strconv.ParseUint(pvc.Annotations[AnnotationMemberID], 16, 64)
 		in.Volumes[ord] = membership.Volume{MemberID: id, Replace: pvc.Annotations[AnnotationReplace] == "true",
@@ -527,6 +538,48 @@ func (obs observation) planInput(c *etcdv1alpha1.EtcdCluster, now time.Time, hea
 	}
 	return in
 }
+
+// recoveryInput is what quorum-loss recovery needs: the spec's choice, since when the majority is lost, the
+// voters last known (status keeps them while etcd cannot be asked) and whether each still has its data, and
+// what the members that still answer say of themselves.
+func (obs observation) recoveryInput(c *etcdv1alpha1.EtcdCluster) membership.Recovery {
+	rc := membership.Recovery{
+		FromSurvivor: c.Spec.Recovery.QuorumLoss == etcdv1alpha1.QuorumLossFromSurvivor,
+		After:        defaultRecoveryAfter,
+		Survivors:    map[int]membership.Survivor{},
+		Forcing:      obs.forcing,
+	}
+	if a := c.Spec.Recovery.After; a != nil {
+		rc.After = a.Duration
+	}
+	if obs.statefulSet != nil {
+		rc.TemplateGateHolds = gateHoldsForRecovery(&obs.statefulSet.Spec.Template.Spec, obs.options.OperatorImage)
+	}
+	if avail := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable); avail != nil &&
+		avail.Status == metav1.ConditionFalse && avail.Reason == ReasonQuorumLost {
+		rc.LostSince = avail.LastTransitionTime.Time
+	}
+	for _, m := range c.Status.Members {
+		ord := ordinalOf(c, m.Name)
+		id, err := strconv.ParseUint(m.ID, 16, 64)
+		if ord < 0 || err != nil || m.Learner || m.Unknown {
+			continue
+		}
+		pvc := obs.pvcByOrdinal[ord]
+		// A claim other than the one recorded as holding the member's data is a new, empty one.
+		hasData := pvc != nil && pvc.DeletionTimestamp.IsZero() && (m.VolumeClaimUID == "" || m.VolumeClaimUID == string(pvc.UID))
+		rc.Voters = append(rc.Voters, membership.Voter{Ordinal: ord, ID: id, Name: m.Name, HasData: hasData})
+	}
+	for _, s := range obs.survivors {
+		if ord := ordinalOf(c, s.name); s.answered && ord >= 0 {
+			rc.Survivors[ord] = membership.Survivor{ID: s.status.MemberID, RaftIndex: s.status.RaftIndex, Learner: s.status.IsLearner}
+		}
+	}
+	return rc
+}
+
+// defaultRecoveryAfter is spec.recovery.after's default (the CRD sets it; this covers objects stored before).
+const defaultRecoveryAfter = 5 * time.Minute
 
 // podUpToDate: the pod runs the StatefulSet's current revision (or, before the StatefulSet controller
 // reported one, the desired image).

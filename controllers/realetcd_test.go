@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -199,6 +200,10 @@ func (k *fakeKubelet) sync(ctx context.Context) {
 				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: realNS, Labels: resources.Labels(k.cluster, resources.ComponentEtcd)},
 				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: sts.Spec.Template.Spec.Containers[0].Image}}},
 			}
+			// The pod runs the template's member gate (which the operator reads back from pods).
+			if gate := memberGateContainer(&sts.Spec.Template.Spec); gate != nil {
+				pod.Spec.InitContainers = []corev1.Container{{Name: gate.Name, Image: gate.Image}}
+			}
 			if err := k8sClient.Create(ctx, pod); err != nil {
 				continue
 			}
@@ -214,10 +219,18 @@ func (k *fakeKubelet) sync(ctx context.Context) {
 			if pid := k.c.PID(i); pid == 0 && k.c.HasData(i) {
 				GinkgoWriter.Printf("fake kubelet: member %d is not running; starting it\n", i)
 			}
-			if !k.ensureClaim(ctx, i) || (k.gated(&sts.Spec.Template.Spec) && !k.gateAllows(ctx, i, cm.Data["ETCD_INITIAL_CLUSTER_STATE"])) {
+			if !k.ensureClaim(ctx, i) || (k.gated(&sts.Spec.Template.Spec) && !k.gateAllows(ctx, i, cm.Data)) {
 				continue
 			}
-			if err := k.c.Start(i, cm.Data["ETCD_INITIAL_CLUSTER"], cm.Data["ETCD_INITIAL_CLUSTER_STATE"]); err != nil {
+			_, hasWAL, _ := membergate.ReadWALMetadata(membergate.WALDir(k.c.DataDir(i)))
+			GinkgoWriter.Printf("fake kubelet: starting member %d (WAL %v, state %s)\n", i, hasWAL, cm.Data["ETCD_INITIAL_CLUSTER_STATE"])
+			// etcd reads a quorum-loss recovery's instruction from the configuration like every other setting.
+			var env map[string]string
+			if force := cm.Data[membergate.EnvForceNewCluster]; force != "" {
+				env = map[string]string{membergate.EnvForceNewCluster: force}
+				GinkgoWriter.Printf("fake kubelet: starting member %d with %s=%s\n", i, membergate.EnvForceNewCluster, force)
+			}
+			if err := k.c.StartWithEnv(i, cm.Data["ETCD_INITIAL_CLUSTER"], cm.Data["ETCD_INITIAL_CLUSTER_STATE"], env); err != nil {
 				GinkgoWriter.Printf("fake kubelet: starting member %d: %v\n", i, err)
 			}
 		}
@@ -228,14 +241,16 @@ func (k *fakeKubelet) sync(ctx context.Context) {
 
 // gateAllows plays the member gate (internal/membergate) of a template that has it: it holds an empty
 // member that is to join an existing cluster until the gate's own rule (membergate.JoinReady) finds the
-// join planned, a member for its peer URL that has never started (the operator's AddLearner). The operator
-// starts new members' pods ahead of their joins only behind the gate; a template without it starts etcd at
-// once, as the kubelet does.
-func (k *fakeKubelet) gateAllows(ctx context.Context, i int, state string) bool {
-	if state != "existing" {
-		return true
+// join planned, a member for its peer URL that has never started (the operator's AddLearner), and a member
+// with data while the configuration forces another member to start alone. The operator starts new members'
+// pods ahead of their joins only behind the gate; a template without it starts etcd at once, as the kubelet
+// does.
+func (k *fakeKubelet) gateAllows(ctx context.Context, i int, config map[string]string) bool {
+	_, hasWAL, _ := membergate.ReadWALMetadata(membergate.WALDir(k.c.DataDir(i)))
+	if forced := config[membergate.EnvForceNewClusterMember]; hasWAL && forced != "" && forced != k.c.MemberName(i) {
+		return false
 	}
-	if _, hasWAL, _ := membergate.ReadWALMetadata(membergate.WALDir(k.c.DataDir(i))); hasWAL {
+	if config["ETCD_INITIAL_CLUSTER_STATE"] != "existing" || hasWAL {
 		return true
 	}
 	var endpoints []string
@@ -372,6 +387,18 @@ func itoa(i int) string { return strconv.Itoa(i) }
 
 // startRealManager runs a manager for realNS whose controller dials the local etcd processes.
 func startRealManager(procs *etcdtest.Cluster) context.CancelFunc {
+	return startRealManagerWithClock(procs, nil)
+}
+
+// shiftedClock tells the time some way ahead: a manager on it sees a waiting period over without the test
+// waiting it out.
+type shiftedClock struct{ by time.Duration }
+
+func (s shiftedClock) Now() time.Time                  { return time.Now().Add(s.by) }
+func (s shiftedClock) Since(t time.Time) time.Duration { return s.Now().Sub(t) }
+
+// startRealManagerWithClock is startRealManager whose controller tells the time by clk (nil: the real clock).
+func startRealManagerWithClock(procs *etcdtest.Cluster, clk clock.PassiveClock) context.CancelFunc {
 	mgr, err := ctrl.NewManager(testEnv.Config, ctrl.Options{
 		Scheme:  k8sClient.Scheme(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
@@ -383,7 +410,7 @@ func startRealManager(procs *etcdtest.Cluster) context.CancelFunc {
 	Expect((&EtcdClusterReconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("etcd-operator"),
 		Options: resources.DefaultOptions(), Dialer: etcd.NewDialer(2 * time.Second), URLs: processURLs{procs},
-		StepInterval: 300 * time.Millisecond, HealthInterval: 2 * time.Second,
+		StepInterval: 300 * time.Millisecond, HealthInterval: 2 * time.Second, Clock: clk,
 	}).SetupWithManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -1041,6 +1068,113 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		for _, m := range c.Status.Members {
 			Expect(m.ID).To(Equal(ids[m.Name]), "%s kept its member ID: nothing was removed or replaced", m.Name)
 		}
+	})
+
+	It("recovers from the survivor once a majority has lost its data, keeping every write the survivor held", func() {
+		Eventually(running(3), 60*time.Second, 250*time.Millisecond).Should(Succeed())
+		Expect(retryUpdate(ctx, c, func(o client.Object) {
+			o.(*etcdv1alpha1.EtcdCluster).Spec.Recovery = etcdv1alpha1.RecoverySpec{
+				QuorumLoss: etcdv1alpha1.QuorumLossFromSurvivor, After: &metav1.Duration{Duration: 30 * time.Second}}
+		})).To(Succeed())
+		Eventually(running(3), 60*time.Second, 250*time.Millisecond).Should(Succeed())
+		ids := map[string]string{}
+		for _, m := range c.Status.Members {
+			ids[m.Name] = m.ID
+		}
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{procs.ClientURL(0), procs.ClientURL(1), procs.ClientURL(2)},
+			TLS: kubelet.tlsConfig(), DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+		Expect(err).NotTo(HaveOccurred())
+		defer func() { _ = cli.Close() }()
+		const keys = 50
+		for i := range keys {
+			_, err := cli.Put(ctx, fmt.Sprintf("recovery/%03d", i), strconv.Itoa(i))
+			Expect(err).NotTo(HaveOccurred())
+		}
+		// Every member has applied every write: whichever survives holds them all.
+		Eventually(func(g Gomega) {
+			var indexes []uint64
+			for i := range 3 {
+				st, err := cli.Status(ctx, procs.ClientURL(i))
+				g.Expect(err).NotTo(HaveOccurred())
+				indexes = append(indexes, st.RaftAppliedIndex)
+			}
+			g.Expect(indexes[0]).To(Equal(indexes[1]))
+			g.Expect(indexes[0]).To(Equal(indexes[2]))
+		}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+		survivorPID := procs.PID(0)
+		forced := func(g Gomega) bool {
+			cm := &corev1.ConfigMap{}
+			g.Expect(k8sClient.Get(ctx, key(realNS, resources.ConfigMapName(c)), cm)).To(Succeed())
+			_, ok := cm.Data[membergate.EnvForceNewCluster]
+			return ok
+		}
+		progressing := func(g Gomega) string {
+			g.Expect(get(ctx, c)).To(Succeed())
+			p := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionProgressing)
+			g.Expect(p).NotTo(BeNil())
+			return p.Message
+		}
+
+		By("losing two members' nodes, with their data: the majority may come back")
+		kubelet.setDown(1, 2)
+		DeferCleanup(func() { kubelet.setDown() })
+		Eventually(func(g Gomega) {
+			g.Expect(get(ctx, c)).To(Succeed())
+			g.Expect(meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable).Reason).To(Equal(ReasonQuorumLost))
+		}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
+		// A manager whose clock is past the window: only the evidence holds recovery back.
+		stopManager()
+		stopManager = startRealManagerWithClock(procs, shiftedClock{by: time.Minute})
+		DeferCleanup(func() { stopManager(); stopManager = startRealManager(procs) })
+		Eventually(progressing, 30*time.Second, 250*time.Millisecond).Should(ContainSubstring("3 of 3 voters still hold their data (quorum 2), so the majority may come back"))
+		Consistently(func(g Gomega) {
+			g.Expect(forced(g)).To(BeFalse(), "no forced start while a majority may come back")
+			g.Expect(procs.PID(0)).To(Equal(survivorPID), "the survivor is not restarted")
+		}, 5*time.Second, 250*time.Millisecond).Should(Succeed())
+		Expect(get(ctx, c)).To(Succeed())
+		for _, m := range c.Status.Members {
+			Expect(m.ID).To(Equal(ids[m.Name]), "status keeps %s's member ID while etcd cannot be asked", m.Name)
+		}
+
+		By("their claims and pods deleted: the majority cannot come back")
+		for _, i := range []int{1, 2} {
+			claim := &corev1.PersistentVolumeClaim{}
+			Expect(k8sClient.Get(ctx, key(realNS, resources.DataVolumeName+"-"+resources.MemberName(c, i)), claim)).To(Succeed())
+			Expect(k8sClient.Delete(ctx, claim)).To(Succeed())
+			pod := &corev1.Pod{}
+			Expect(k8sClient.Get(ctx, key(realNS, resources.MemberName(c, i)), pod)).To(Succeed())
+			Expect(k8sClient.Delete(ctx, pod)).To(Succeed())
+		}
+		// The nodes come back once the claims are gone (with their data).
+		Eventually(func(g Gomega) {
+			for _, i := range []int{1, 2} {
+				claim := &corev1.PersistentVolumeClaim{}
+				err := k8sClient.Get(ctx, key(realNS, resources.DataVolumeName+"-"+resources.MemberName(c, i)), claim)
+				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "claim of member %d: %v", i, err)
+				g.Expect(procs.HasData(i)).To(BeFalse(), "data of member %d", i)
+			}
+		}, 30*time.Second, 250*time.Millisecond).Should(Succeed())
+		kubelet.setDown()
+
+		By("the survivor restarting alone, then the others rejoining empty")
+		Eventually(running(3), 120*time.Second, 250*time.Millisecond).Should(Succeed())
+		Expect(procs.PID(0)).NotTo(Equal(survivorPID), "the survivor was restarted (with --force-new-cluster)")
+		for _, m := range c.Status.Members {
+			if m.Name == resources.MemberName(c, 0) {
+				Expect(m.ID).To(Equal(ids[m.Name]), "the survivor keeps its member ID")
+			} else {
+				Expect(m.ID).NotTo(Equal(ids[m.Name]), "%s rejoined as a new member", m.Name)
+			}
+		}
+		Expect(forced(Default)).To(BeFalse(), "--force-new-cluster is out of the configuration")
+		for i := range keys {
+			resp, err := cli.Get(ctx, fmt.Sprintf("recovery/%03d", i))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(resp.Kvs).To(HaveLen(1), "write %d, acknowledged before the loss, survived", i)
+			Expect(string(resp.Kvs[0].Value)).To(Equal(strconv.Itoa(i)))
+		}
+		Expect(eventsWithReason(ctx, c, ReasonQuorumRecovery)).NotTo(BeEmpty())
+		Expect(eventsWithReason(ctx, c, ReasonQuorumRecovered)).NotTo(BeEmpty())
 	})
 
 	It("kept etcd's member list and the StatefulSet in agreement at every observed step", func() {

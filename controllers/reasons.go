@@ -17,6 +17,8 @@ const (
 	ReasonHealing   = "Healing"
 	ReasonBlocked   = "Blocked"
 	ReasonWaiting   = "Waiting"
+	// ReasonRecovering: a cluster that lost its majority for good is rebuilt from a survivor.
+	ReasonRecovering = "Recovering"
 	// ReasonApplying: this reconcile changed managed objects; their effect is not observed yet.
 	ReasonApplying   = "Applying"
 	ReasonReconciled = "Reconciled"
@@ -43,6 +45,9 @@ const (
 	ReasonStorageResized       = "StorageResized"
 	ReasonStatefulSetRecreated = "StatefulSetRecreated"
 	ReasonMemberChange         = "MemberChange"
+	// ReasonQuorumRecovery: a step of quorum-loss recovery; ReasonQuorumRecovered: the survivor runs alone.
+	ReasonQuorumRecovery  = "QuorumRecovery"
+	ReasonQuorumRecovered = "QuorumRecovered"
 
 	// Maintenance steps (events; internal/maintenance names them).
 	ReasonCompacted     = maintenance.Compacted

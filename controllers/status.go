@@ -47,10 +47,7 @@ func memberStatuses(c *etcdv1alpha1.EtcdCluster, obs observation, now time.Time)
 			out = append(out, ms)
 		}
 	} else {
-		for i := range obs.pods {
-			p := &obs.pods[i]
-			out = append(out, etcdv1alpha1.MemberStatus{Name: p.Name, ClientURL: obs.clientURLs[ordinalOf(c, p.Name)], Healthy: podReady(p)})
-		}
+		out = lastKnownMembers(c, obs)
 	}
 	for i := range out {
 		if out[i].Healthy {
@@ -60,6 +57,32 @@ func memberStatuses(c *etcdv1alpha1.EtcdCluster, obs observation, now time.Time)
 		out[i].UnhealthySince = &since
 	}
 	slices.SortFunc(out, func(a, b etcdv1alpha1.MemberStatus) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// lastKnownMembers lists the members while etcd cannot be asked: each member pod, and each member last
+// reported whose pod is gone, with what etcd last said of it (ID, role, version, the claim holding its
+// data: a human, and quorum-loss recovery, need them most when etcd cannot tell) and its pod's readiness.
+func lastKnownMembers(c *etcdv1alpha1.EtcdCluster, obs observation) []etcdv1alpha1.MemberStatus {
+	var out []etcdv1alpha1.MemberStatus
+	seen := map[string]bool{}
+	for i := range obs.pods {
+		p := &obs.pods[i]
+		ms := etcdv1alpha1.MemberStatus{Name: p.Name}
+		if prev, ok := obs.previous[p.Name]; ok {
+			ms = etcdv1alpha1.MemberStatus{Name: p.Name, ID: prev.ID, Learner: prev.Learner, Version: prev.Version,
+				Unknown: prev.Unknown, VolumeClaimUID: prev.VolumeClaimUID}
+		}
+		ms.ClientURL, ms.Healthy = obs.clientURLs[ordinalOf(c, p.Name)], podReady(p)
+		out = append(out, ms)
+		seen[p.Name] = true
+	}
+	for _, prev := range c.Status.Members {
+		if !seen[prev.Name] && prev.ID != "" {
+			out = append(out, etcdv1alpha1.MemberStatus{Name: prev.Name, ID: prev.ID, Learner: prev.Learner, Version: prev.Version,
+				Unknown: prev.Unknown, VolumeClaimUID: prev.VolumeClaimUID})
+		}
+	}
 	return out
 }
 
@@ -218,6 +241,8 @@ func progressingCondition(f statusFacts, currentVersion string) conditionState {
 		return conditionState{metav1.ConditionFalse, ReasonBlocked, d.Message}
 	case d.Phase == membership.PhaseWaiting:
 		return conditionState{metav1.ConditionTrue, ReasonWaiting, d.Message}
+	case d.Phase == membership.PhaseRecovering:
+		return conditionState{metav1.ConditionTrue, ReasonRecovering, d.Message}
 	case len(f.applied) > 0:
 		return conditionState{metav1.ConditionTrue, ReasonApplying, "applied " + strings.Join(f.applied, ", ") + "; waiting for the members to follow"}
 	case int32(len(obs.pods)) != c.Spec.Replicas:

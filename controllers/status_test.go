@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -211,5 +212,38 @@ func TestQuorumLostSaysWhatSurvives(t *testing.T) {
 	want := "only 0 of 3 voting members healthy; quorum needs 2; answering: c-0 (raft index 1234, revision 567); not answering: c-1, c-2"
 	if got.Status != metav1.ConditionFalse || got.Reason != ReasonQuorumLost || got.Message != want {
 		t.Errorf("Available %s/%s %q, want False/%s %q", got.Status, got.Reason, got.Message, ReasonQuorumLost, want)
+	}
+}
+
+// TestStatusKeepsMembersWhileEtcdCannotBeAsked: with no member list, status keeps what etcd last said of each
+// member (ID, role, version, the claim holding its data), with its pod's readiness, and keeps a member
+// whose pod is gone: quorum-loss recovery, and a human, need exactly these then.
+func TestStatusKeepsMembersWhileEtcdCannotBeAsked(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 2}}
+	c.Spec.Replicas = 3
+	c.Status.Members = []etcdv1alpha1.MemberStatus{
+		{Name: "c-0", ID: "a0", Healthy: true, Leader: true, Version: "3.5.35", VolumeClaimUID: "claim-0", DBSizeBytes: 1 << 20},
+		{Name: "c-1", ID: "a1", Healthy: true, Version: "3.5.35", VolumeClaimUID: "claim-1"},
+		{Name: "c-2", ID: "a2", Healthy: true, Version: "3.5.35", VolumeClaimUID: "claim-2"},
+	}
+	pods := []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "c-0"}}, {ObjectMeta: metav1.ObjectMeta{Name: "c-1"}}}
+	obs := observation{statefulSet: &appsv1.StatefulSet{}, pods: pods, clientURLs: map[int]string{0: "https://c-0:2379", 1: "https://c-1:2379"},
+		etcdErr: errors.New("list etcd members: context deadline exceeded"), previous: map[string]etcdv1alpha1.MemberStatus{}}
+	for _, m := range c.Status.Members {
+		obs.previous[m.Name] = m
+	}
+	got := memberStatuses(c, obs, now)
+	want := []etcdv1alpha1.MemberStatus{
+		{Name: "c-0", ID: "a0", Version: "3.5.35", VolumeClaimUID: "claim-0", ClientURL: "https://c-0:2379"},
+		{Name: "c-1", ID: "a1", Version: "3.5.35", VolumeClaimUID: "claim-1", ClientURL: "https://c-1:2379"},
+		{Name: "c-2", ID: "a2", Version: "3.5.35", VolumeClaimUID: "claim-2"},
+	}
+	for i := range want {
+		since := metav1.NewTime(now)
+		want[i].UnhealthySince = &since
+	}
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("members\n%+v\nwant\n%+v", got, want)
 	}
 }

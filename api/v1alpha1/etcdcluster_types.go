@@ -141,12 +141,52 @@ type EtcdClusterSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Authentication"
 	Auth AuthSpec `json:"auth,omitempty"`
 
+	// Recovery says what the operator does when the cluster has lost its majority: by default it reports
+	// what survives and changes nothing.
+	// +optional
+	// +kubebuilder:default={}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Quorum-loss recovery",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Recovery RecoverySpec `json:"recovery,omitempty"`
+
 	// Bootstrap says where a new cluster's data comes from: empty starts an empty cluster. Set it when
 	// creating the cluster; it cannot be added, changed or removed afterwards.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="bootstrap is immutable: it only describes how the cluster was created"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Bootstrap from a backup"
 	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
+}
+
+// QuorumLossRecovery is what the operator does about a majority of members that is lost for good.
+// +kubebuilder:validation:Enum=Report;FromSurvivor
+type QuorumLossRecovery string
+
+// Quorum-loss recovery strategies.
+const (
+	// QuorumLossReport reports the lost majority and what survives (each answering member's raft index and
+	// revision) and changes nothing: a human decides.
+	QuorumLossReport QuorumLossRecovery = "Report"
+	// QuorumLossFromSurvivor rebuilds the cluster from the surviving voter with the highest raft index: it
+	// restarts alone with etcd's --force-new-cluster (one start, never left in the template), and the other
+	// members rejoin empty, one learner at a time, as in a heal. Writes the survivor had not received are lost.
+	QuorumLossFromSurvivor QuorumLossRecovery = "FromSurvivor"
+)
+
+// RecoverySpec says when the operator may rebuild a cluster that lost its majority. It never does while a
+// majority may still come back: only once fewer voters than a quorum still hold their data (the others'
+// volumes are deleted or replaced by empty ones; a member that is merely down, slow or cut off keeps its
+// data and blocks recovery), and only after the majority has been lost for After.
+type RecoverySpec struct {
+	// QuorumLoss: Report (default) or FromSurvivor.
+	// +optional
+	// +kubebuilder:default=Report
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="On quorum loss",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Report","urn:alm:descriptor:com.tectonic.ui:select:FromSurvivor"}
+	QuorumLoss QuorumLossRecovery `json:"quorumLoss,omitempty"`
+	// After is how long the majority must have been lost before the operator recovers it.
+	// +optional
+	// +kubebuilder:default="5m0s"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s') && duration(self) <= duration('168h')",message="recovery.after must be between 30s and 168h"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Recover after",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	After *metav1.Duration `json:"after,omitempty"`
 }
 
 // TLSSpec configures client and peer TLS. With TLS on, members serve clients and each other only over TLS and

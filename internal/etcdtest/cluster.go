@@ -146,6 +146,12 @@ func (c *Cluster) DataDir(i int) string { return filepath.Join(c.Dir, fmt.Sprint
 // as a pod would start with the operator's configuration. It returns at once; a member that exits is
 // reported by Running.
 func (c *Cluster) Start(i int, initialCluster, state string) error {
+	return c.StartWithEnv(i, initialCluster, state, nil)
+}
+
+// StartWithEnv is Start with further ETCD_* configuration for this start only (a pod's environment from a
+// configuration that changes between starts).
+func (c *Cluster) StartWithEnv(i int, initialCluster, state string, env map[string]string) error {
 	c.mu.Lock()
 	if p, ok := c.procs[i]; ok && p.Alive() {
 		c.mu.Unlock()
@@ -174,8 +180,10 @@ func (c *Cluster) Start(i int, initialCluster, state string) error {
 	}
 	cmd := exec.Command(c.Bin, append(args, c.Args...)...)
 	cmd.Env = os.Environ()
-	for k, v := range c.Env {
-		cmd.Env = append(cmd.Env, k+"="+v)
+	for _, e := range []map[string]string{c.Env, env} {
+		for k, v := range e {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
 	}
 	p, err := testproc.Start(cmd, c.logFile(i))
 	if err != nil {

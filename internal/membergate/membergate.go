@@ -13,7 +13,11 @@
 //     refuses, with a termination message starting with RefusalMarker and exit code RefusalExitCode;
 //   - no WAL, state new: the cluster bootstraps, start at once;
 //   - no WAL, state existing: wait until the member list holds a member with this pod's peer URL that
-//     has never started (the operator's AddLearner): that member is the one etcd is meant to become.
+//     has never started (the operator's AddLearner): that member is the one etcd is meant to become;
+//   - a WAL while the configuration forces another member to start alone (a quorum-loss recovery: see
+//     EnvForceNewCluster): hold, exiting with HoldExitCode, so that this member never forces a cluster of
+//     its own; the kubelet runs the gate again, and once the operator has taken the instruction out, the
+//     first rule judges the data (by then the recovered member no longer lists it).
 package membergate
 
 import (
@@ -34,6 +38,15 @@ const (
 	RefusalMarker = "stale-data:"
 	// RefusalExitCode is the gate's exit code when it refuses; other failures exit 1 (or 2 for usage).
 	RefusalExitCode = 3
+	// HoldMarker and HoldExitCode: the gate holds a member with data back while another member is forced to
+	// start alone; nothing is wrong with the data, it is judged at the gate's next run.
+	HoldMarker   = "held:"
+	HoldExitCode = 4
+
+	// EnvForceNewCluster is etcd's own --force-new-cluster setting ("true"), which the operator puts in the
+	// members' configuration for one start of the member EnvForceNewClusterMember names.
+	EnvForceNewCluster       = "ETCD_FORCE_NEW_CLUSTER"
+	EnvForceNewClusterMember = "FORCE_NEW_CLUSTER_MEMBER"
 
 	stateNew      = "new"
 	stateExisting = "existing"
@@ -52,6 +65,9 @@ type Config struct {
 	Peers []string
 	// TLS is the client configuration for https peers; nil for plain http.
 	TLS *tls.Config
+	// Name is the member's name (ETCD_NAME); ForcedMember, during a quorum-loss recovery, names the member
+	// the configuration forces to start alone ("" otherwise).
+	Name, ForcedMember string
 
 	// Interval between polls while waiting (default 1 s); RequestTimeout bounds one peer's answer
 	// (default 3 s).
@@ -68,7 +84,12 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if dataDir == "" || adv == "" {
 		return Config{}, errors.New("ETCD_DATA_DIR and ETCD_INITIAL_ADVERTISE_PEER_URLS must be set")
 	}
-	cfg := Config{WALDir: getenv("ETCD_WAL_DIR"), State: getenv("ETCD_INITIAL_CLUSTER_STATE"), PeerURLs: splitList(adv)}
+	cfg := Config{WALDir: getenv("ETCD_WAL_DIR"), State: getenv("ETCD_INITIAL_CLUSTER_STATE"), PeerURLs: splitList(adv), Name: getenv("ETCD_NAME")}
+	if strings.EqualFold(getenv(EnvForceNewCluster), "true") {
+		if cfg.ForcedMember = getenv(EnvForceNewClusterMember); cfg.ForcedMember == "" {
+			return Config{}, fmt.Errorf("%s is set without %s: which member is to start alone is unknown", EnvForceNewCluster, EnvForceNewClusterMember)
+		}
+	}
 	if cfg.WALDir == "" {
 		cfg.WALDir = WALDir(dataDir)
 	}
@@ -130,16 +151,22 @@ func anyHTTPS(urls []string) bool {
 
 // Decision is the gate's verdict.
 type Decision struct {
-	// Start says etcd may start; false is a refusal.
+	// Start says etcd may start; false is a refusal, or a hold.
 	Start bool
+	// Hold: etcd may not start now, but nothing is wrong with the data.
+	Hold bool
 	// Reason is the evidence, in one line.
 	Reason string
 }
 
-// Message is the line the gate writes as its termination message: a refusal starts with RefusalMarker.
+// Message is the line the gate writes as its termination message: a refusal starts with RefusalMarker, a
+// hold with HoldMarker.
 func (d Decision) Message() string {
-	if d.Start {
+	switch {
+	case d.Start:
 		return "start: " + d.Reason
+	case d.Hold:
+		return HoldMarker + " " + d.Reason
 	}
 	return RefusalMarker + " " + d.Reason
 }
@@ -178,6 +205,13 @@ func Check(ctx context.Context, cfg Config) (Decision, error) {
 		return Decision{Start: true, Reason: fmt.Sprintf("WAL in %s unreadable (%v): etcd reports it", cfg.WALDir, err)}, nil
 	case err != nil:
 		return Decision{}, fmt.Errorf("read %s: %w", cfg.WALDir, err)
+	case hasWAL && cfg.ForcedMember != "" && cfg.ForcedMember != cfg.Name:
+		// etcd would read the same instruction and force a cluster of its own from this data.
+		return Decision{Hold: true, Reason: fmt.Sprintf("the cluster is being recovered from %s alone (--force-new-cluster); data of member %x waits",
+			cfg.ForcedMember, md.MemberID)}, nil
+	case hasWAL && cfg.ForcedMember != "":
+		// Its peers cannot judge it: it is about to become the cluster's only member.
+		return Decision{Start: true, Reason: fmt.Sprintf("data of member %x, which the operator restarts alone with --force-new-cluster", md.MemberID)}, nil
 	case hasWAL:
 		return checkOwnData(ctx, cfg, md), nil
 	case cfg.State != stateExisting:

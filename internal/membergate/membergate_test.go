@@ -230,6 +230,30 @@ func TestDataDirectories(t *testing.T) {
 		}
 	})
 
+	t.Run("data of a member while another is forced to start alone", func(t *testing.T) {
+		// Member 1's data, judged while the configuration forces member 0 (a quorum-loss recovery): started,
+		// etcd would read the same instruction and force a cluster of its own. Its peers list it, so without
+		// the instruction the gate would let it start.
+		e := env(c, 1, "existing", ordinals(3))
+		c.Stop(1)
+		defer func() {
+			if err := c.Start(1, c.InitialCluster(ordinals(3)), "existing"); err != nil {
+				t.Fatal(err)
+			}
+		}()
+		e[EnvForceNewCluster], e[EnvForceNewClusterMember] = "true", c.MemberName(0)
+		cfg, _ := gateConfig(t, e)
+		d, err := checkWithin(cfg, 20*time.Second)
+		if err != nil || d.Start || !d.Hold || !strings.HasPrefix(d.Message(), HoldMarker) {
+			t.Fatalf("got %+v, %v; want a hold", d, err)
+		}
+		e[EnvForceNewClusterMember] = c.MemberName(1)
+		cfg, _ = gateConfig(t, e)
+		if d, err := checkWithin(cfg, 20*time.Second); err != nil || !d.Start {
+			t.Fatalf("the member forced to start alone: got %+v, %v; want start", d, err)
+		}
+	})
+
 	t.Run("data of another cluster", func(t *testing.T) {
 		other := startCluster(t, "gate-other", 1, nil)
 		client(t, other, nil, 0)

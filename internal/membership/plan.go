@@ -53,6 +53,11 @@ type Pod struct {
 	// Created is when the pod was created (zero if unknown): a member's heal clock never starts before
 	// its current pod did.
 	Created time.Time
+	// UID tells one pod of an ordinal from the next.
+	UID string
+	// GateHoldsForRecovery: the pod's member gate keeps etcd from starting on its data while the
+	// configuration forces another member to start alone (a gate from before quorum-loss recovery does not).
+	GateHoldsForRecovery bool
 }
 
 // Volume is a member's data claim as observed.
@@ -93,6 +98,8 @@ type Observed struct {
 	// JoinGated is true when new member pods run the member gate, which holds etcd back until the
 	// operator has added the member: only then may a pod start before its member is in etcd.
 	JoinGated bool
+	// Recovery is what quorum-loss recovery needs (recovery.go).
+	Recovery Recovery
 }
 
 // ActionType names one step.
@@ -132,7 +139,9 @@ const (
 	// after a version change). Nothing more is changed until it runs or the spec changes.
 	PhaseStalled Phase = "Stalled"
 	PhaseWaiting Phase = "Waiting"
-	PhaseStable  Phase = "Stable"
+	// PhaseRecovering: a cluster that lost its majority for good is rebuilt from a survivor.
+	PhaseRecovering Phase = "Recovering"
+	PhaseStable     Phase = "Stable"
 )
 
 // Decision is the plan's output: the StatefulSet size, the configuration new members start with, and at
@@ -166,6 +175,8 @@ type Config struct {
 	// refuses to join a cluster whose member list differs from its initial cluster.
 	Members []ConfigMember
 	State   string
+	// ForceNewCluster, during a quorum-loss recovery, restarts one member alone (nil otherwise).
+	ForceNewCluster *ForceNewCluster
 }
 
 // ConfigMember is one entry of the initial cluster list.
@@ -198,6 +209,9 @@ func Quorum(n int) int { return n/2 + 1 }
 // Plan returns the next step: the decision of the first rule (rules.go) that claims the situation.
 func Plan(o Observed) Decision {
 	if d, ok := bootstrap(o); ok {
+		return d
+	}
+	if d, ok := recoverQuorum(o); ok {
 		return d
 	}
 	if d, ok := unreachable(o); ok {

@@ -9,6 +9,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/membergate"
 	"github.com/seedops/etcd-operator/internal/membership"
 )
 
@@ -19,6 +20,22 @@ type MemberConfig struct {
 	InitialCluster string
 	// InitialClusterState is "new" while bootstrapping, "existing" once the cluster has formed.
 	InitialClusterState string
+	// ForceNewCluster, during a quorum-loss recovery, makes the member it names start alone on its data
+	// (etcd's --force-new-cluster); the member gate holds every other member with data back meanwhile. It
+	// is in the configuration for as long as that one start takes, and never in the pod template.
+	ForceNewCluster *membership.ForceNewCluster
+}
+
+// forceNewClusterOldPod records, beside the instruction, the pod that started without it.
+const forceNewClusterOldPod = "FORCE_NEW_CLUSTER_OLD_POD"
+
+// ForceNewClusterOf reads a quorum-loss recovery's instruction back from the members' configuration (nil
+// when there is none).
+func ForceNewClusterOf(data map[string]string) *membership.ForceNewCluster {
+	if data[membergate.EnvForceNewCluster] == "" && data[membergate.EnvForceNewClusterMember] == "" {
+		return nil
+	}
+	return &membership.ForceNewCluster{Member: data[membergate.EnvForceNewClusterMember], OldPod: data[forceNewClusterOldPod]}
 }
 
 // BootstrapConfig is the static initial configuration of a new cluster of n members.
@@ -46,6 +63,11 @@ func configData(c *etcdv1alpha1.EtcdCluster, mc MemberConfig) map[string]string 
 		"ETCD_AUTO_COMPACTION_MODE":      "periodic",
 		"ETCD_AUTO_COMPACTION_RETENTION": "1h",
 		"ETCD_QUOTA_BACKEND_BYTES":       strconv.FormatInt(QuotaBackendBytes(c), 10),
+	}
+	if f := mc.ForceNewCluster; f != nil {
+		data[membergate.EnvForceNewCluster] = "true"
+		data[membergate.EnvForceNewClusterMember] = f.Member
+		data[forceNewClusterOldPod] = f.OldPod
 	}
 	if TLSEnabled(c) {
 		maps.Copy(data, tlsConfigEnv(c))

@@ -17,6 +17,8 @@ import (
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	alertrules "github.com/seedops/etcd-operator/config/prometheus"
+	"github.com/seedops/etcd-operator/internal/membergate"
+	"github.com/seedops/etcd-operator/internal/membership"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -317,6 +319,32 @@ func TestQuotaBackendBytesLeavesRoomForDefragmentation(t *testing.T) {
 		}
 		if got := QuotaBackendBytes(c); 2*got > c.Spec.StorageSize.Value()*80/100 {
 			t.Errorf("storageSize %s: two copies of a %d quota leave less than a fifth of the volume", size, got)
+		}
+	}
+}
+
+// TestForceNewClusterRoundTrips: a quorum-loss recovery's instruction is in the configuration etcd and the
+// member gate read (etcd's own setting and the member it is for), is read back as written, and is gone
+// from a configuration without it.
+func TestForceNewClusterRoundTrips(t *testing.T) {
+	c := designCluster()
+	f := &membership.ForceNewCluster{Member: "design-etcd-1", OldPod: "0c1e7d3a"}
+	mc := BootstrapConfig(c, 3, Options{})
+	mc.ForceNewCluster = f
+	data := configData(c, mc)
+	if data[membergate.EnvForceNewCluster] != "true" || data[membergate.EnvForceNewClusterMember] != f.Member {
+		t.Fatalf("configuration %v: want %s=true and %s=%s", data, membergate.EnvForceNewCluster, membergate.EnvForceNewClusterMember, f.Member)
+	}
+	if got := ForceNewClusterOf(data); got == nil || *got != *f {
+		t.Fatalf("read back %+v, want %+v", got, f)
+	}
+	plain := configData(c, BootstrapConfig(c, 3, Options{}))
+	if got := ForceNewClusterOf(plain); got != nil {
+		t.Fatalf("read back %+v from a configuration without the instruction", got)
+	}
+	for _, k := range []string{membergate.EnvForceNewCluster, membergate.EnvForceNewClusterMember, forceNewClusterOldPod} {
+		if _, ok := plain[k]; ok {
+			t.Fatalf("configuration without the instruction has %s", k)
 		}
 	}
 }

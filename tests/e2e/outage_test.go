@@ -100,6 +100,65 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 		s.verify()
 	})
 
+	It("recovers from the survivor when two of three members lose their data, keeping every write it held", func() {
+		ns := fw.NewNamespace("recover")
+		c := fw.NewCluster(ns, "recover", etcdVersion, 3)
+		c.Spec.BackupSchedule = ""
+		c.Spec.Recovery = etcdv1alpha1.RecoverySpec{QuorumLoss: etcdv1alpha1.QuorumLossFromSurvivor, After: &metav1.Duration{Duration: 30 * time.Second}}
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		fw.WaitAvailable(c, 5*time.Minute)
+		ids := memberIDsByName(c, 3)
+		survivor, lost := c.Name+"-0", []string{c.Name + "-1", c.Name + "-2"}
+
+		By("writing, then reading the last write through each member: every member holds every acknowledged write")
+		before := fw.StartWriter(c, "/e2e/recover-before")
+		before.WaitProgress(50, time.Minute)
+		before.Stop()
+		for _, pod := range memberNames(c, 3) {
+			// A linearizable read on a member returns once the member has applied every committed write.
+			_, err := etcdctl(c, pod, "--endpoints="+localURL(c), "get", "/e2e/recover-before/", "--prefix", "--keys-only", "--limit=1")
+			Expect(err).NotTo(HaveOccurred(), pod)
+		}
+
+		By("deleting two members' claims and pods at once")
+		start := time.Now()
+		for _, name := range lost {
+			_, err := fw.Kubectl("delete", "pvc", "-n", ns, "data-"+name, "--wait=false")
+			Expect(err).NotTo(HaveOccurred())
+		}
+		_, err := fw.Kubectl(append([]string{"delete", "pod", "-n", ns, "--wait=false"}, lost...)...)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			avail := meta.FindStatusCondition(fw.GetCluster(c).Status.Conditions, etcdv1alpha1.ConditionAvailable)
+			g.Expect(avail).NotTo(BeNil())
+			g.Expect(avail.Reason).To(Equal("QuorumLost"))
+			g.Expect(avail.Message).To(ContainSubstring("answering: " + survivor))
+		}).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		framework.ReportDuration("quorum loss reported", time.Since(start))
+		// Writes from now on are acknowledged only once the cluster is back.
+		after := fw.StartWriter(c, "/e2e/recover-after")
+
+		By("the operator restarting the survivor alone, then the others rejoining empty")
+		framework.ReportDuration("Available again (FromSurvivor, after: 30s)", fw.WaitAvailable(c, 5*time.Minute))
+		expectVotingMembers(c, memberNames(c, 3), 3*time.Minute)
+		framework.ReportDuration("3 voting members again", time.Since(start))
+		now := memberIDsByName(c, 3)
+		Expect(now[survivor]).To(Equal(ids[survivor]), "the survivor keeps its member ID")
+		for _, name := range lost {
+			Expect(now[name]).NotTo(Equal(ids[name]), "%s rejoined as a new member", name)
+		}
+		cm := &corev1.ConfigMap{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Name + "-config"}, cm)).To(Succeed())
+		Expect(cm.Data).NotTo(HaveKey("ETCD_FORCE_NEW_CLUSTER"), "--force-new-cluster is out of the configuration")
+		expectAgreement(c, 3)
+		before.Verify(c)
+		after.WaitProgress(20, time.Minute)
+		after.StopAndVerify(c)
+		events, err := fw.Kubectl("get", "events", "-n", ns, "--field-selector", "reason=QuorumRecovery", "-o", "name")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(strings.TrimSpace(events)).NotTo(BeEmpty(), "the recovery step is an event")
+	})
+
 	It("refuses to start a cluster recreated from a backup over the old cluster's claims, then restores onto new ones", func() {
 		ns := fw.NewNamespace("phoenix")
 		c := fw.NewCluster(ns, "phoenix", etcdVersion, 3)

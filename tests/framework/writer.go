@@ -22,6 +22,8 @@ type Writer struct {
 	prefix string
 	stop   chan struct{}
 	done   chan struct{}
+	// stopOnce: Stop may be called before StopAndVerify.
+	stopOnce sync.Once
 
 	mu     sync.Mutex
 	acked  []string
@@ -97,9 +99,22 @@ func (w *Writer) WaitProgress(n int, timeout time.Duration) {
 // StopAndVerify stops the writer and checks, through a new client, that every acknowledged key is
 // readable with its value.
 func (w *Writer) StopAndVerify(c *etcdv1alpha1.EtcdCluster) {
-	close(w.stop)
-	<-w.done
-	defer func() { _ = w.cli.Close() }()
+	w.Stop()
+	w.Verify(c)
+}
+
+// Stop stops the writer: no write is in flight once it returns.
+func (w *Writer) Stop() {
+	w.stopOnce.Do(func() {
+		close(w.stop)
+		<-w.done
+		_ = w.cli.Close()
+	})
+}
+
+// Verify checks, through a new client, that every write the stopped writer saw acknowledged is readable
+// with its value.
+func (w *Writer) Verify(c *etcdv1alpha1.EtcdCluster) {
 	w.mu.Lock()
 	acked, failed := slices.Clone(w.acked), w.failed
 	w.mu.Unlock()

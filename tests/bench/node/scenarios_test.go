@@ -140,6 +140,51 @@ func loseMember(t *testing.T, c *etcdv1alpha1.EtcdCluster, volume bool) float64 
 	return secs(time.Since(start))
 }
 
+// TestQuorumLoss: two of three members lose their pods and claims at once, with recovery FromSurvivor after
+// its shortest window (30 s). Time until Available again, and until then minus the window (what the
+// recovery itself takes: the survivor's forced restart and two members rejoining empty), next to a bare
+// member pod's restart in the same run.
+func TestQuorumLoss(t *testing.T) {
+	const after = 30 * time.Second
+	for range runs {
+		bareNS, bareDone := newNamespace(t, "bare")
+		applyBare(t, bareNS, "bare", 3)
+		waitPodsReady(t, bareNS, "bare", 3, nil, 5*time.Minute)
+		restart := barePodRestart(t, bareNS, "bare", 3)
+		bareDone()
+
+		ns, done := newNamespace(t, "quorum")
+		c := cluster(ns, "op", etcdVersion, 3)
+		c.Spec.Recovery = etcdv1alpha1.RecoverySpec{QuorumLoss: etcdv1alpha1.QuorumLossFromSurvivor, After: &metav1.Duration{Duration: after}}
+		ctx := context.Background()
+		if err := k8s.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		waitAvailable(t, c, "", 5*time.Minute)
+		start := time.Now()
+		exclude := map[types.UID]bool{}
+		for _, i := range []int{1, 2} {
+			victim := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", c.Name, i)}}
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(victim), victim); err != nil {
+				t.Fatal(err)
+			}
+			exclude[victim.UID] = true
+			pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data-" + victim.Name}}
+			if err := k8s.Delete(ctx, pvc); err != nil {
+				t.Fatal(err)
+			}
+			if err := k8s.Delete(ctx, victim); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitPodsReady(t, ns, c.Name, 3, exclude, 10*time.Minute)
+		waitAvailable(t, c, "", 10*time.Minute)
+		took := secs(time.Since(start))
+		done()
+		record(t, "quorumloss", map[string]float64{"barePodRestart": restart, "available": took, "afterWindow": took - after.Seconds()})
+	}
+}
+
 // TestUpgrade: a rolling version change of 3 members, time per member, next to a bare member pod's
 // restart in the same run.
 func TestUpgrade(t *testing.T) {

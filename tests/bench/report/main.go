@@ -165,11 +165,12 @@ func main() {
 
 	// Node.
 	type sample = map[string]float64
-	var avail, scale, heal, upgrade []sample
+	var avail, scale, heal, upgrade, quorumLoss []sample
 	haveAvail := readJSON(filepath.Join(*in, "node", "available.json"), &avail)
 	haveScale := readJSON(filepath.Join(*in, "node", "scale.json"), &scale)
 	haveHeal := readJSON(filepath.Join(*in, "node", "heal.json"), &heal)
 	haveUpgrade := readJSON(filepath.Join(*in, "node", "upgrade.json"), &upgrade)
+	haveQuorumLoss := readJSON(filepath.Join(*in, "node", "quorumloss.json"), &quorumLoss)
 	col := func(ss []sample, key string, keep func(sample) bool) stat {
 		var xs []float64
 		for _, s := range ss {
@@ -230,6 +231,11 @@ func main() {
 		targets = append(targets,
 			target{name: "HEAL POD < 60 S", measured: fmt.Sprintf("%.1f s", p.med), value: p.med, limit: 60, ok: p.med < 60, known: true},
 			target{name: "HEAL POD+PVC < 60 S", measured: fmt.Sprintf("%.1f s", v.med), value: v.med, limit: 60, ok: v.med < 60, known: v.n > 0})
+	}
+	if haveQuorumLoss {
+		w("### Quorum loss, 3 members: two members' pods and claims deleted at once, `recovery.quorumLoss: FromSurvivor`, `after: 30s` (s)\n\n")
+		w("| until Available again | of which after the window | bare pod restart (same run) | load |\n|---|---|---|---|\n")
+		w("| %s | %s | %s | %s |\n\n", col(quorumLoss, "available", nil), col(quorumLoss, "afterWindow", nil), col(quorumLoss, "barePodRestart", nil), loads(quorumLoss))
 	}
 	if haveUpgrade {
 		r := col(upgrade, "ratio", nil)
