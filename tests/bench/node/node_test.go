@@ -375,6 +375,31 @@ func barePodStart(t *testing.T) float64 {
 	return secs(time.Since(start))
 }
 
+// bareMemberRestart applies a bare 3-member StatefulSet in a namespace of its own and times one member
+// pod's restart (barePodRestart).
+func bareMemberRestart(t *testing.T) float64 {
+	ns, done := newNamespace(t, "bare")
+	defer done()
+	applyBare(t, ns, "bare", 3)
+	waitPodsReady(t, ns, "bare", 3, nil, 5*time.Minute)
+	return barePodRestart(t, ns, "bare", 3)
+}
+
+// startCluster creates a 3-member cluster of version, changed by spec (nil: the defaults), in a namespace of
+// its own, and waits until it is Available; done deletes the namespace.
+func startCluster(t *testing.T, prefix, version string, spec func(*etcdv1alpha1.EtcdCluster)) (*etcdv1alpha1.EtcdCluster, func()) {
+	ns, done := newNamespace(t, prefix)
+	c := cluster(ns, "op", version, 3)
+	if spec != nil {
+		spec(c)
+	}
+	if err := k8s.Create(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	waitAvailable(t, c, "", 5*time.Minute)
+	return c, done
+}
+
 // barePodRestart is the time from deleting one member pod of a running bare StatefulSet (volume kept)
 // to its replacement Ready: the unit of a rolling change.
 func barePodRestart(t *testing.T, ns, instance string, n int) float64 {

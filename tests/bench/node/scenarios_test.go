@@ -65,12 +65,7 @@ func TestAvailable(t *testing.T) {
 func TestScale(t *testing.T) {
 	for range runs {
 		pod := barePodStart(t)
-		ns, done := newNamespace(t, "scale")
-		c := cluster(ns, "op", etcdVersion, 3)
-		if err := k8s.Create(context.Background(), c); err != nil {
-			t.Fatal(err)
-		}
-		waitAvailable(t, c, "", 5*time.Minute)
+		c, done := startCluster(t, "scale", etcdVersion, nil)
 		up := scaleTo(t, c, 5)
 		down := scaleTo(t, c, 3)
 		done()
@@ -97,18 +92,9 @@ func patchSpec(t *testing.T, c *etcdv1alpha1.EtcdCluster, patch string) {
 // with every member ready and the lost one replaced; next to a bare member pod's restart.
 func TestHeal(t *testing.T) {
 	for range runs {
-		bareNS, bareDone := newNamespace(t, "bare")
-		applyBare(t, bareNS, "bare", 3)
-		waitPodsReady(t, bareNS, "bare", 3, nil, 5*time.Minute)
-		restart := barePodRestart(t, bareNS, "bare", 3)
-		bareDone()
+		restart := bareMemberRestart(t)
 
-		ns, done := newNamespace(t, "heal")
-		c := cluster(ns, "op", etcdVersion, 3)
-		if err := k8s.Create(context.Background(), c); err != nil {
-			t.Fatal(err)
-		}
-		waitAvailable(t, c, "", 5*time.Minute)
+		c, done := startCluster(t, "heal", etcdVersion, nil)
 		podLost := loseMember(t, c, false)
 		volumeLost := loseMember(t, c, true)
 		done()
@@ -147,20 +133,12 @@ func loseMember(t *testing.T, c *etcdv1alpha1.EtcdCluster, volume bool) float64 
 func TestQuorumLoss(t *testing.T) {
 	const after = 30 * time.Second
 	for range runs {
-		bareNS, bareDone := newNamespace(t, "bare")
-		applyBare(t, bareNS, "bare", 3)
-		waitPodsReady(t, bareNS, "bare", 3, nil, 5*time.Minute)
-		restart := barePodRestart(t, bareNS, "bare", 3)
-		bareDone()
+		restart := bareMemberRestart(t)
 
-		ns, done := newNamespace(t, "quorum")
-		c := cluster(ns, "op", etcdVersion, 3)
-		c.Spec.Recovery = etcdv1alpha1.RecoverySpec{QuorumLoss: etcdv1alpha1.QuorumLossFromSurvivor, After: &metav1.Duration{Duration: after}}
-		ctx := context.Background()
-		if err := k8s.Create(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-		waitAvailable(t, c, "", 5*time.Minute)
+		c, done := startCluster(t, "quorum", etcdVersion, func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Recovery = etcdv1alpha1.RecoverySpec{QuorumLoss: etcdv1alpha1.QuorumLossFromSurvivor, After: &metav1.Duration{Duration: after}}
+		})
+		ns, ctx := c.Namespace, context.Background()
 		start := time.Now()
 		exclude := map[types.UID]bool{}
 		for _, i := range []int{1, 2} {
@@ -189,18 +167,9 @@ func TestQuorumLoss(t *testing.T) {
 // restart in the same run.
 func TestUpgrade(t *testing.T) {
 	for range runs {
-		bareNS, bareDone := newNamespace(t, "bare")
-		applyBare(t, bareNS, "bare", 3)
-		waitPodsReady(t, bareNS, "bare", 3, nil, 5*time.Minute)
-		restart := barePodRestart(t, bareNS, "bare", 3)
-		bareDone()
+		restart := bareMemberRestart(t)
 
-		ns, done := newNamespace(t, "upgrade")
-		c := cluster(ns, "op", upgradeFrom, 3)
-		if err := k8s.Create(context.Background(), c); err != nil {
-			t.Fatal(err)
-		}
-		waitAvailable(t, c, "", 5*time.Minute)
+		c, done := startCluster(t, "upgrade", upgradeFrom, nil)
 		start := time.Now()
 		patchSpec(t, c, fmt.Sprintf(`{"spec":{"version":%q}}`, etcdVersion))
 		waitAvailable(t, c, etcdRepo+":v"+etcdVersion, 15*time.Minute)
