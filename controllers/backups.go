@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -63,24 +64,32 @@ func jobResult(ctx context.Context, c client.Client, j *batchv1.Job, succeeded b
 		return backupResult{}, err
 	}
 	var best *corev1.ContainerStateTerminated
+	running := false
 	for i := range pods.Items {
 		if !metav1.IsControlledBy(&pods.Items[i], j) {
 			continue
 		}
+		terminated := false
 		for _, cs := range pods.Items[i].Status.ContainerStatuses {
 			t := cs.State.Terminated
-			if cs.Name != resources.BackupContainerName || t == nil || (t.ExitCode == 0) != succeeded {
+			if cs.Name != resources.BackupContainerName || t == nil {
 				continue
 			}
-			if best == nil || t.FinishedAt.After(best.FinishedAt.Time) {
+			terminated = true
+			if (t.ExitCode == 0) == succeeded && (best == nil || t.FinishedAt.After(best.FinishedAt.Time)) {
 				best = t
 			}
 		}
+		running = running || !terminated && pods.Items[i].DeletionTimestamp.IsZero()
 	}
-	if best == nil {
-		if succeeded {
-			return backupResult{}, fmt.Errorf("%s: %s", j.Name, backupJobResultFallback)
-		}
+	switch {
+	case best == nil && succeeded:
+		return backupResult{}, fmt.Errorf("%s: %s", j.Name, backupJobResultFallback)
+	case best == nil && running:
+		// The Job failed after its pod ended, but the pod's end is not in view yet (the cache lags): its
+		// message says why the backup failed, which the Job's condition does not.
+		return backupResult{}, fmt.Errorf("%s: %w", j.Name, errResultPending)
+	case best == nil:
 		return backupResult{Error: jobFailureMessage(j)}, nil
 	}
 	var res backupResult
@@ -95,6 +104,9 @@ func jobResult(ctx context.Context, c client.Client, j *batchv1.Job, succeeded b
 	}
 	return res, nil
 }
+
+// errResultPending: a failed Job's pod has not been seen to end yet; its result is read at a later look.
+var errResultPending = errors.New("the pod's result is not in view yet")
 
 func jobFailureMessage(j *batchv1.Job) string {
 	for _, c := range j.Status.Conditions {
@@ -120,6 +132,9 @@ func (r *EtcdClusterReconciler) observeBackups(ctx context.Context, c *etcdv1alp
 			continue
 		}
 		res, err := jobResult(ctx, r.Client, j, ok)
+		if errors.Is(err, errResultPending) {
+			continue // reported at a later reconcile, with the pod's message
+		}
 		if err != nil {
 			return nil, err
 		}
