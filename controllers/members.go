@@ -80,6 +80,12 @@ func (r *EtcdClusterReconciler) recordVolumes(ctx context.Context, s *reconcileS
 		if err := r.Apply(ctx, ac, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 			return fmt.Errorf("record member %x on claim %s: %w", m.ID, pvc.Name, err)
 		}
+		// Status records the claim in this reconcile (memberStatuses), not at the next look: until it does,
+		// the member's data has no record that survives the claim (quorum-loss recovery counts on it).
+		if pvc.Annotations == nil {
+			pvc.Annotations = map[string]string{}
+		}
+		pvc.Annotations[AnnotationMemberID] = strconv.FormatUint(m.ID, 16)
 	}
 	return nil
 }

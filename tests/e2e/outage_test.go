@@ -109,6 +109,14 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 		fw.WaitAvailable(c, 5*time.Minute)
 		ids := memberIDsByName(c, 3)
 		survivor, lost := c.Name+"-0", []string{c.Name + "-1", c.Name + "-2"}
+		// The evidence recovery rests on: status records which claim holds each member's data.
+		Eventually(func(g Gomega) {
+			members := fw.GetCluster(c).Status.Members
+			g.Expect(members).To(HaveLen(3))
+			for _, m := range members {
+				g.Expect(m.VolumeClaimUID).NotTo(BeEmpty(), m.Name)
+			}
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 
 		By("writing, then reading the last write through each member: every member holds every acknowledged write")
 		before := fw.StartWriter(c, "/e2e/recover-before")
