@@ -10,18 +10,19 @@ import (
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
-// memberGateImage is the image of the member-gate init container in the members' template, "" for a
-// template without it. A new cluster gets the gate; an existing one only once it has the gate or is about to
-// roll anyway (its etcd image differs from the desired one). Adding the gate to a running cluster's
+// memberGate is the member-gate init container of the members' template: none (no image) for a template
+// without it. A new cluster gets this operator's gate; an existing one only once it has the gate or is about
+// to roll anyway (its etcd image differs from the desired one). Adding the gate to a running cluster's
 // template on its own would make every member out of date, so the gate arrives with the next restart the
-// cluster needs anyway. Likewise the image of a gate already there is kept while the etcd image stays:
-// an operator upgrade (a new operator image) would otherwise restart every member of every cluster; the
-// new gate comes with the next version change. A StatefulSet replaced with its pods kept (volume growth,
-// an orphaning delete) is judged by the pods it will find.
-func memberGateImage(existing *appsv1.StatefulSet, pods []corev1.Pod, desiredEtcdImage, operatorImage string) string {
+// cluster needs anyway. Likewise a gate already there is kept as it is (its image and whether it holds
+// members back during a forced start) while the etcd image stays: an operator upgrade (a new operator
+// image) would otherwise restart every member of every cluster; the new gate comes with the next version
+// change. A StatefulSet replaced with its pods kept (volume growth, an orphaning delete) is judged by the
+// pods it will find.
+func memberGate(existing *appsv1.StatefulSet, pods []corev1.Pod, desiredEtcdImage string, o resources.Options) resources.MemberGate {
 	spec := memberPodSpec(existing, pods)
 	if spec == nil {
-		return operatorImage
+		return resources.CurrentMemberGate(o)
 	}
 	etcdImage := ""
 	for i := range spec.Containers {
@@ -33,11 +34,11 @@ func memberGateImage(existing *appsv1.StatefulSet, pods []corev1.Pod, desiredEtc
 	gate := memberGateContainer(spec)
 	switch {
 	case rolls || (gate != nil && gate.Image == ""):
-		return operatorImage
+		return resources.CurrentMemberGate(o)
 	case gate != nil:
-		return gate.Image
+		return resources.MemberGate{Image: gate.Image, HoldsForcedStart: gateHoldsForcedStart(gate)}
 	default:
-		return ""
+		return resources.MemberGate{}
 	}
 }
 
@@ -52,10 +53,19 @@ func memberGateContainer(spec *corev1.PodSpec) *corev1.Container {
 }
 
 // gateHoldsForRecovery reports whether a member pod spec's gate holds etcd back on its data while another
-// member is forced to start alone: a gate of this operator's image does (older gates predate the rule).
-func gateHoldsForRecovery(spec *corev1.PodSpec, operatorImage string) bool {
+// member is forced to start alone (older gates do not: they lack the mark).
+func gateHoldsForRecovery(spec *corev1.PodSpec) bool {
 	gate := memberGateContainer(spec)
-	return gate != nil && gate.Image == operatorImage
+	return gate != nil && gateHoldsForcedStart(gate)
+}
+
+func gateHoldsForcedStart(gate *corev1.Container) bool {
+	for _, e := range gate.Env {
+		if e.Name == resources.MemberGateHoldsForcedStartEnv && e.Value == "true" {
+			return true
+		}
+	}
+	return false
 }
 
 // hasMemberGate reports whether a member pod spec runs the member gate before etcd.

@@ -15,53 +15,68 @@ import (
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
-func TestMemberGateImage(t *testing.T) {
+func TestMemberGate(t *testing.T) {
 	const (
 		img         = "gcr.io/etcd-development/etcd:v3.5.35"
 		oldImg      = "gcr.io/etcd-development/etcd:v3.5.34"
 		operator    = "ghcr.io/seedops/etcd-operator:v0.3.0"
 		oldOperator = "ghcr.io/seedops/etcd-operator:v0.2.0"
 	)
-	sts := func(image, gateImage string) *appsv1.StatefulSet {
+	o := resources.Options{OperatorImage: operator}
+	current := resources.MemberGate{Image: operator, HoldsForcedStart: true}
+	sts := func(image, gateImage string, holds bool) *appsv1.StatefulSet {
 		s := &appsv1.StatefulSet{}
 		s.Spec.Template.Spec.Containers = []corev1.Container{{Name: "etcd", Image: image}}
 		if gateImage != "" {
-			s.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: resources.MemberGateContainerName, Image: gateImage}}
+			gate := corev1.Container{Name: resources.MemberGateContainerName, Image: gateImage}
+			if holds {
+				gate.Env = []corev1.EnvVar{{Name: resources.MemberGateHoldsForcedStartEnv, Value: "true"}}
+			}
+			s.Spec.Template.Spec.InitContainers = []corev1.Container{gate}
 		}
 		return s
 	}
 	for _, tc := range []struct {
 		name     string
 		existing *appsv1.StatefulSet
-		want     string
+		want     resources.MemberGate
 	}{
-		{"new cluster", nil, operator},
-		{"already gated by this operator", sts(img, operator), operator},
-		{"gated by an older operator, same etcd image: a new gate image alone would restart every member", sts(img, oldOperator), oldOperator},
-		{"gated by an older operator, new etcd image: the members roll anyway", sts(oldImg, oldOperator), operator},
-		{"ungated, same image: adding the gate alone would restart every member", sts(img, ""), ""},
-		{"ungated, new image: the members roll anyway", sts(oldImg, ""), operator},
+		{"new cluster", nil, current},
+		{"already gated by this operator", sts(img, operator, true), current},
+		{"gated by an older operator, same etcd image: a new gate alone would restart every member", sts(img, oldOperator, false),
+			resources.MemberGate{Image: oldOperator}},
+		{"gated by an older operator whose gate holds members back during a forced start: kept, mark included", sts(img, oldOperator, true),
+			resources.MemberGate{Image: oldOperator, HoldsForcedStart: true}},
+		{"gated by an older operator, new etcd image: the members roll anyway", sts(oldImg, oldOperator, false), current},
+		{"ungated, same image: adding the gate alone would restart every member", sts(img, "", false), resources.MemberGate{}},
+		{"ungated, new image: the members roll anyway", sts(oldImg, "", false), current},
 		{"ungated, restore container only", func() *appsv1.StatefulSet {
-			s := sts(img, "")
+			s := sts(img, "", false)
 			s.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: resources.RestoreContainerName, Image: oldOperator}}
 			return s
-		}(), ""},
+		}(), resources.MemberGate{}},
 	} {
-		if got := memberGateImage(tc.existing, nil, img, operator); got != tc.want {
-			t.Errorf("%s: memberGateImage = %q, want %q", tc.name, got, tc.want)
+		if got := memberGate(tc.existing, nil, img, o); got != tc.want {
+			t.Errorf("%s: memberGate = %+v, want %+v", tc.name, got, tc.want)
+		}
+		if tc.existing != nil {
+			if got, want := gateHoldsForRecovery(&tc.existing.Spec.Template.Spec), tc.existing == nil || len(tc.existing.Spec.Template.Spec.InitContainers) > 0 &&
+				len(tc.existing.Spec.Template.Spec.InitContainers[0].Env) > 0; got != want {
+				t.Errorf("%s: gateHoldsForRecovery = %v, want %v", tc.name, got, want)
+			}
 		}
 	}
 	// The StatefulSet was replaced with its pods kept: the pods decide.
 	pod := func(gateImage string) corev1.Pod {
 		p := corev1.Pod{}
-		p.Spec = sts(img, gateImage).Spec.Template.Spec
+		p.Spec = sts(img, gateImage, false).Spec.Template.Spec
 		return p
 	}
-	if got := memberGateImage(nil, []corev1.Pod{pod("")}, img, operator); got != "" {
-		t.Errorf("recreated StatefulSet over ungated pods: adding the gate would restart every member (got %q)", got)
+	if got := memberGate(nil, []corev1.Pod{pod("")}, img, o); got != (resources.MemberGate{}) {
+		t.Errorf("recreated StatefulSet over ungated pods: adding the gate would restart every member (got %+v)", got)
 	}
-	if got := memberGateImage(nil, []corev1.Pod{pod(oldOperator)}, img, operator); got != oldOperator {
-		t.Errorf("recreated StatefulSet over gated pods must keep their gate, image included (got %q)", got)
+	if got := memberGate(nil, []corev1.Pod{pod(oldOperator)}, img, o); got != (resources.MemberGate{Image: oldOperator}) {
+		t.Errorf("recreated StatefulSet over gated pods must keep their gate as it is (got %+v)", got)
 	}
 }
 

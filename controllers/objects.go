@@ -70,7 +70,7 @@ func (r *EtcdClusterReconciler) reconcileStatefulSet(ctx context.Context, s *rec
 	if existing == nil {
 		existing = &appsv1.StatefulSet{}
 	}
-	desired := resources.StatefulSet(c, int32(s.decision.Replicas), obs.options, restoreInTemplate(c, obs.restore), memberGateImage(current, obs.pods, resources.Image(c, obs.options), obs.options.OperatorImage))
+	desired := resources.StatefulSet(c, int32(s.decision.Replicas), obs.options, restoreInTemplate(c, obs.restore), memberGate(current, obs.pods, resources.Image(c, obs.options), obs.options))
 	if current != nil && !volumeClaimTemplatesMatch(existing, c) {
 		// Volume claim templates are immutable: grow the existing claims in place, then replace the
 		// StatefulSet without deleting its pods (orphan), so new members get the new size too.

@@ -492,7 +492,7 @@ func (obs observation) planInput(c *etcdv1alpha1.EtcdCluster, now time.Time, hea
 		in.StatefulSetReplicas = int(*obs.statefulSet.Spec.Replicas)
 	}
 	if obs.statefulSet != nil {
-		// New pods get the StatefulSet's template, and a gate once there stays (memberGateImage).
+		// New pods get the StatefulSet's template, and a gate once there stays (memberGate).
 		in.JoinGated = hasMemberGate(&obs.statefulSet.Spec.Template.Spec)
 	}
 	if in.StatefulSetReplicas > 0 && len(obs.pods) == 0 && !in.Formed {
@@ -505,7 +505,7 @@ func (obs observation) planInput(c *etcdv1alpha1.EtcdCluster, now time.Time, hea
 	for ord, p := range obs.podByOrdinal {
 		in.Pods[ord] = membership.Pod{Ready: podReady(p), UpToDate: !outdated[p.Name], Terminating: !p.DeletionTimestamp.IsZero(),
 			CannotStart: podCannotStart(p), StaleData: gateRefusal(p), Created: p.CreationTimestamp.Time, UID: string(p.UID),
-			GateHoldsForRecovery: gateHoldsForRecovery(&p.Spec, obs.options.OperatorImage)}
+			GateHoldsForRecovery: gateHoldsForRecovery(&p.Spec)}
 	}
 	in.Recovery = obs.recoveryInput(c)
 	for ord, pvc := range obs.pvcByOrdinal {
@@ -553,7 +553,7 @@ func (obs observation) recoveryInput(c *etcdv1alpha1.EtcdCluster) membership.Rec
 		rc.After = a.Duration
 	}
 	if obs.statefulSet != nil {
-		rc.TemplateGateHolds = gateHoldsForRecovery(&obs.statefulSet.Spec.Template.Spec, obs.options.OperatorImage)
+		rc.TemplateGateHolds = gateHoldsForRecovery(&obs.statefulSet.Spec.Template.Spec)
 	}
 	if avail := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable); avail != nil &&
 		avail.Status == metav1.ConditionFalse && avail.Reason == ReasonQuorumLost {

@@ -202,7 +202,7 @@ func (k *fakeKubelet) sync(ctx context.Context) {
 			}
 			// The pod runs the template's member gate (which the operator reads back from pods).
 			if gate := memberGateContainer(&sts.Spec.Template.Spec); gate != nil {
-				pod.Spec.InitContainers = []corev1.Container{{Name: gate.Name, Image: gate.Image}}
+				pod.Spec.InitContainers = []corev1.Container{{Name: gate.Name, Image: gate.Image, Env: gate.DeepCopy().Env}}
 			}
 			if err := k8sClient.Create(ctx, pod); err != nil {
 				continue

@@ -40,7 +40,7 @@ var _ = Describe("EtcdCluster TLS", func() {
 		plain := c.DeepCopy()
 		plain.Spec.TLS.Enabled = ptr.To(false)
 		plain.Spec.PVCRetentionPolicy = etcdv1alpha1.PVCRetentionPolicy{WhenDeleted: "Retain", WhenScaled: "Retain"}
-		ac := resources.StatefulSet(plain, 3, resources.DefaultOptions(), nil, "")
+		ac := resources.StatefulSet(plain, 3, resources.DefaultOptions(), nil, resources.MemberGate{})
 		ac.OwnerReferences = nil
 		Expect(k8sClient.Apply(ctx, ac, client.FieldOwner("old-operator"))).To(Succeed())
 	}

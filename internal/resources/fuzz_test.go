@@ -160,7 +160,7 @@ func checkCluster(t *testing.T, c *etcdv1alpha1.EtcdCluster, b *etcdv1alpha1.Etc
 	t.Helper()
 	n := c.Spec.Replicas
 	d := BackupDestination(c, nil)
-	sts := StatefulSet(c, n, o, restore, gateImage(o, gate))
+	sts := StatefulSet(c, n, o, restore, memberGate(o, gate))
 	cm := ConfigMap(c, BootstrapConfig(c, int(n), o))
 	objects := map[string]any{
 		"StatefulSet": sts, "ConfigMap": cm, "peer Service": PeerService(c), "client Service": ClientService(c),
@@ -183,7 +183,7 @@ func checkCluster(t *testing.T, c *etcdv1alpha1.EtcdCluster, b *etcdv1alpha1.Etc
 		}
 		checkMeta(t, kind, obj)
 	}
-	again, _ := yaml.Marshal(StatefulSet(c, n, o, restore, gateImage(o, gate)))
+	again, _ := yaml.Marshal(StatefulSet(c, n, o, restore, memberGate(o, gate)))
 	first, _ := yaml.Marshal(sts)
 	if string(again) != string(first) {
 		t.Fatal("StatefulSet is not a pure function of its inputs")
@@ -530,10 +530,10 @@ func FuzzRelatedImagesFromEnv(f *testing.F) {
 	})
 }
 
-// gateImage is the member gate's image for a template with the gate, "" for one without.
-func gateImage(o Options, gate bool) string {
+// memberGate is this operator's gate for a template with the gate, none for one without.
+func memberGate(o Options, gate bool) MemberGate {
 	if gate {
-		return o.OperatorImage
+		return CurrentMemberGate(o)
 	}
-	return ""
+	return MemberGate{}
 }

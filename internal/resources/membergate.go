@@ -13,13 +13,35 @@ import (
 // never takes over the identity of a member whose data is elsewhere.
 const MemberGateContainerName = "member-gate"
 
+// MemberGateHoldsForcedStartEnv marks a member gate that holds a member with data back while the
+// configuration forces another member to start alone (quorum-loss recovery): a gate from before that rule
+// would let the member force a cluster of its own. The mark travels with the gate, not with the operator's
+// image, so a later operator that keeps a running cluster's gate (to restart no member) still knows it.
+const MemberGateHoldsForcedStartEnv = "MEMBER_GATE_HOLDS_FORCED_START"
+
+// MemberGate is the member-gate init container of the members' template: its image ("" for none) and
+// whether it carries MemberGateHoldsForcedStartEnv. Both are kept from a running cluster's template until
+// it rolls for another reason.
+type MemberGate struct {
+	Image            string
+	HoldsForcedStart bool
+}
+
+// CurrentMemberGate is this operator's gate: its own image, holding members back during a forced start.
+func CurrentMemberGate(o Options) MemberGate {
+	return MemberGate{Image: o.OperatorImage, HoldsForcedStart: true}
+}
+
 // memberGateInitContainer runs the gate with etcd's own configuration (the same variables, the same
 // ConfigMap, the same data volume and, with TLS, the same peer certificate at the same path), so it judges
 // exactly the member etcd is about to start.
-func memberGateInitContainer(c *etcdv1alpha1.EtcdCluster, etcd *corev1ac.ContainerApplyConfiguration, image string) *corev1ac.ContainerApplyConfiguration {
+func memberGateInitContainer(c *etcdv1alpha1.EtcdCluster, etcd *corev1ac.ContainerApplyConfiguration, gate MemberGate) *corev1ac.ContainerApplyConfiguration {
 	var env []*corev1ac.EnvVarApplyConfiguration
 	for i := range etcd.Env {
 		env = append(env, &etcd.Env[i])
+	}
+	if gate.HoldsForcedStart {
+		env = append(env, corev1ac.EnvVar().WithName(MemberGateHoldsForcedStartEnv).WithValue("true"))
 	}
 	var envFrom []*corev1ac.EnvFromSourceApplyConfiguration
 	for i := range etcd.EnvFrom {
@@ -32,7 +54,7 @@ func memberGateInitContainer(c *etcdv1alpha1.EtcdCluster, etcd *corev1ac.Contain
 	}
 	return corev1ac.Container().
 		WithName(MemberGateContainerName).
-		WithImage(image).
+		WithImage(gate.Image).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
 		WithArgs("member-gate").
 		WithEnv(env...).

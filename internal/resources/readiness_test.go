@@ -21,9 +21,9 @@ func TestReadinessExcludesLearners(t *testing.T) {
 	} {
 		c := designCluster()
 		c.Spec.Version = tc.version
-		gate := ""
+		gate := MemberGate{}
 		if tc.memberGate {
-			gate = DefaultOptions().OperatorImage
+			gate = CurrentMemberGate(DefaultOptions())
 		}
 		sts := StatefulSet(c, 3, DefaultOptions(), nil, gate)
 		path := *sts.Spec.Template.Spec.Containers[0].ReadinessProbe.HTTPGet.Path

@@ -131,7 +131,7 @@ func TestGolden(t *testing.T) {
 	// New StatefulSets carry the member gate; custom-statefulset.yaml stands for a cluster created before
 	// it, whose template keeps no gate until its next roll.
 	cases := map[string]any{
-		"design-statefulset.yaml":    StatefulSet(designCluster(), 3, o, nil, o.OperatorImage),
+		"design-statefulset.yaml":    StatefulSet(designCluster(), 3, o, nil, CurrentMemberGate(o)),
 		"design-peer-service.yaml":   PeerService(designCluster()),
 		"design-client-service.yaml": ClientService(designCluster()),
 		"design-configmap.yaml":      ConfigMap(designCluster(), BootstrapConfig(designCluster(), 3, o)),
@@ -140,17 +140,17 @@ func TestGolden(t *testing.T) {
 		"design-cronjob.yaml":        BackupCronJob(designCluster(), o),
 		"design-podmonitor.yaml":     PodMonitor(designCluster()),
 		"design-prometheusrule.yaml": PrometheusRule(designCluster(), clusterRuleGroups(t)),
-		"custom-statefulset.yaml":    StatefulSet(customCluster(), 5, o, nil, ""),
-		"tuned-statefulset.yaml":     StatefulSet(tunedCluster(), 3, o, nil, o.OperatorImage),
+		"custom-statefulset.yaml":    StatefulSet(customCluster(), 5, o, nil, MemberGate{}),
+		"tuned-statefulset.yaml":     StatefulSet(tunedCluster(), 3, o, nil, CurrentMemberGate(o)),
 		"design-backup-pvc.yaml":     BackupPVC(designCluster(), BackupDestination(designCluster(), nil)),
 		"s3-cronjob.yaml":            BackupCronJob(s3Cluster(), o),
-		"plaintext-statefulset.yaml": StatefulSet(plaintextCluster(), 3, o, nil, o.OperatorImage),
+		"plaintext-statefulset.yaml": StatefulSet(plaintextCluster(), 3, o, nil, CurrentMemberGate(o)),
 		"plaintext-configmap.yaml":   ConfigMap(plaintextCluster(), BootstrapConfig(plaintextCluster(), 3, o)),
 		"plaintext-cronjob.yaml":     BackupCronJob(plaintextCluster(), o),
 		"s3-backup-job.yaml":         BackupJob(designCluster(), onDemandBackup(), o),
-		"restored-statefulset.yaml":  StatefulSet(designCluster(), 3, o, &RestoreSource{Destination: BackupDestination(s3Cluster(), nil), Key: "prod/etcd/scheduled/etcd-20261122T020000Z-r42.db"}, o.OperatorImage),
+		"restored-statefulset.yaml":  StatefulSet(designCluster(), 3, o, &RestoreSource{Destination: BackupDestination(s3Cluster(), nil), Key: "prod/etcd/scheduled/etcd-20261122T020000Z-r42.db"}, CurrentMemberGate(o)),
 		"pvc-restored-statefulset.yaml": StatefulSet(designCluster(), 3, o, &RestoreSource{
-			Destination: etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCBackupDestination{ClaimName: "old-backups"}}, Key: "prod/old/on-demand/old-20261122T020000Z-r42.db"}, o.OperatorImage),
+			Destination: etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCBackupDestination{ClaimName: "old-backups"}}, Key: "prod/old/on-demand/old-20261122T020000Z-r42.db"}, CurrentMemberGate(o)),
 	}
 	for name, obj := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -204,8 +204,8 @@ func TestInitialCluster(t *testing.T) {
 }
 
 func TestPodPassesRestrictedBasics(t *testing.T) {
-	sts := StatefulSet(customCluster(), 5, DefaultOptions(), nil, DefaultOptions().OperatorImage)
-	restored := StatefulSet(designCluster(), 3, DefaultOptions(), &RestoreSource{Destination: BackupDestination(s3Cluster(), nil), Key: "k"}, DefaultOptions().OperatorImage)
+	sts := StatefulSet(customCluster(), 5, DefaultOptions(), nil, CurrentMemberGate(DefaultOptions()))
+	restored := StatefulSet(designCluster(), 3, DefaultOptions(), &RestoreSource{Destination: BackupDestination(s3Cluster(), nil), Key: "k"}, CurrentMemberGate(DefaultOptions()))
 	pods := map[string]*corev1ac.PodSpecApplyConfiguration{
 		"member":           sts.Spec.Template.Spec,
 		"restored member":  restored.Spec.Template.Spec,

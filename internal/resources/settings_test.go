@@ -16,7 +16,7 @@ import (
 // member's own name and URLs, which the kubelet expands from the pod, are left to the harness) and args.
 func etcdContainerOf(t *testing.T, c *etcdv1alpha1.EtcdCluster) (map[string]string, []string) {
 	t.Helper()
-	sts := StatefulSet(c, 1, DefaultOptions(), nil, "")
+	sts := StatefulSet(c, 1, DefaultOptions(), nil, MemberGate{})
 	for _, ctr := range sts.Spec.Template.Spec.Containers {
 		if *ctr.Name != "etcd" {
 			continue

@@ -20,11 +20,11 @@ const etcdUID = 65532
 
 // StatefulSet builds the members' StatefulSet with the given number of replicas (the controller decides
 // the count, because membership changes go one member at a time). A non-nil restore adds the init
-// container that restores each bootstrapping member from that snapshot. A non-empty gateImage selects the
+// container that restores each bootstrapping member from that snapshot. A gate with an image selects the
 // current member template: the init container (of that image) that decides whether etcd may start on the
 // member's data (it runs first), and readiness that a learner does not pass. The controller decides both
 // per cluster, because changing a running cluster's template on its own would restart every member.
-func StatefulSet(c *etcdv1alpha1.EtcdCluster, replicas int32, o Options, restore *RestoreSource, gateImage string) *appsv1ac.StatefulSetApplyConfiguration {
+func StatefulSet(c *etcdv1alpha1.EtcdCluster, replicas int32, o Options, restore *RestoreSource, gate MemberGate) *appsv1ac.StatefulSetApplyConfiguration {
 	return appsv1ac.StatefulSet(StatefulSetName(c), c.Namespace).
 		WithLabels(Labels(c, ComponentEtcd)).
 		WithOwnerReferences(OwnerReference(c)).
@@ -40,7 +40,7 @@ func StatefulSet(c *etcdv1alpha1.EtcdCluster, replicas int32, o Options, restore
 				WithWhenDeleted(appsv1.PersistentVolumeClaimRetentionPolicyType(c.Spec.PVCRetentionPolicy.WhenDeleted)).
 				WithWhenScaled(appsv1.PersistentVolumeClaimRetentionPolicyType(c.Spec.PVCRetentionPolicy.WhenScaled))).
 			WithVolumeClaimTemplates(dataVolumeClaim(c)).
-			WithTemplate(podTemplate(c, o, restore, gateImage)))
+			WithTemplate(podTemplate(c, o, restore, gate)))
 }
 
 func dataVolumeClaim(c *etcdv1alpha1.EtcdCluster) *corev1ac.PersistentVolumeClaimApplyConfiguration {
@@ -60,7 +60,7 @@ func dataVolumeClaim(c *etcdv1alpha1.EtcdCluster) *corev1ac.PersistentVolumeClai
 		WithSpec(spec)
 }
 
-func podTemplate(c *etcdv1alpha1.EtcdCluster, o Options, restore *RestoreSource, gateImage string) *corev1ac.PodTemplateSpecApplyConfiguration {
+func podTemplate(c *etcdv1alpha1.EtcdCluster, o Options, restore *RestoreSource, gate MemberGate) *corev1ac.PodTemplateSpecApplyConfiguration {
 	labels := Labels(c, ComponentEtcd)
 	for k, v := range c.Spec.Pod.Labels {
 		labels[k] = v
@@ -70,14 +70,14 @@ func podTemplate(c *etcdv1alpha1.EtcdCluster, o Options, restore *RestoreSource,
 		WithEnableServiceLinks(false).
 		WithAutomountServiceAccountToken(false).
 		WithSecurityContext(restrictedPodSecurity()).
-		WithContainers(etcdContainer(c, o, gateImage != "" && readyzChecksLearners(c.Spec.Version)))
+		WithContainers(etcdContainer(c, o, gate.Image != "" && readyzChecksLearners(c.Spec.Version)))
 	if TLSEnabled(c) {
 		spec.WithVolumes(secretVolume(serverTLSVolume, ServerSecretName(c)), secretVolume(peerTLSVolume, PeerSecretName(c)))
 	}
 	// The gate runs first, so it judges the directory as the pod found it; the restore only fills the
 	// empty directory of a bootstrapping member, which the gate lets through at once.
-	if gateImage != "" {
-		spec.WithInitContainers(memberGateInitContainer(c, &spec.Containers[0], gateImage))
+	if gate.Image != "" {
+		spec.WithInitContainers(memberGateInitContainer(c, &spec.Containers[0], gate))
 	}
 	if restore != nil {
 		init, volumes := restoreInitContainer(c, &spec.Containers[0], *restore, o)

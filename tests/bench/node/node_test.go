@@ -291,7 +291,7 @@ func applyBare(t *testing.T, ns, name string, n int32) {
 	peer.OwnerReferences, cl.OwnerReferences = nil, nil
 	unmanage(peer.Labels)
 	unmanage(cl.Labels)
-	sts := resources.StatefulSet(c, n, o, nil, "")
+	sts := resources.StatefulSet(c, n, o, nil, resources.MemberGate{})
 	sts.OwnerReferences = nil
 	unmanage(sts.Labels)
 	unmanage(sts.Spec.Template.Labels)
