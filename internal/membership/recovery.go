@@ -99,7 +99,8 @@ func recoverQuorum(o Observed) (Decision, bool) {
 	}
 	if unguarded := unguarded(o, s); len(unguarded) > 0 {
 		wait.Message = fmt.Sprintf("etcd has no quorum; recovering from %s needs every other member pod behind a member gate that holds it back "+
-			"meanwhile, and %s not (a gate from before quorum-loss recovery, or none): recover by hand", s.Name, strings.Join(unguarded, ", "))
+			"meanwhile, and these have a gate from before quorum-loss recovery, or none: %s; recover by hand (the gate comes with the next version change)",
+			s.Name, strings.Join(unguarded, ", "))
 		return wait, true
 	}
 	p, ok := o.Pods[s.Ordinal]
@@ -174,11 +175,11 @@ func endForcedStart(o Observed, v view) (Decision, bool) {
 func unguarded(o Observed, s Voter) []string {
 	var out []string
 	if !o.Recovery.TemplateGateHolds {
-		out = append(out, "the pod template's is")
+		out = append(out, "the pod template")
 	}
 	for _, ord := range sortedOrdinals(o.Pods) {
 		if p := o.Pods[ord]; ord != s.Ordinal && !p.Terminating && !p.GateHoldsForRecovery {
-			out = append(out, fmt.Sprintf("member %d's pod is", ord))
+			out = append(out, fmt.Sprintf("member %d's pod", ord))
 		}
 	}
 	return out

@@ -93,21 +93,21 @@ func TestQuorumLossRecovery(t *testing.T) {
 				o.Pods[3] = p
 				return o
 			}(),
-			replicas: 5, phase: PhaseWaiting, message: "and member 3's pod is not (a gate from before quorum-loss recovery, or none): recover by hand"},
+			replicas: 5, phase: PhaseWaiting, message: "these have a gate from before quorum-loss recovery, or none: member 3's pod; recover by hand"},
 		{name: "an empty member without a holding gate: it would join the old cluster, then force one of its own",
 			in: func() Observed {
 				o := lostMajority(time.Hour)
 				o.Pods[2] = Pod{UID: "pod-2"}
 				return o
 			}(),
-			replicas: 3, phase: PhaseWaiting, message: "member 2's pod is not"},
+			replicas: 3, phase: PhaseWaiting, message: "or none: member 2's pod;"},
 		{name: "a template whose gate predates recovery: future pods would not hold",
 			in: func() Observed {
 				o := lostMajority(time.Hour)
 				o.Recovery.TemplateGateHolds = false
 				return o
 			}(),
-			replicas: 3, phase: PhaseWaiting, message: "the pod template's is not"},
+			replicas: 3, phase: PhaseWaiting, message: "or none: the pod template;"},
 		{name: "a terminating pod without a holding gate does not count: its replacement comes from the template",
 			in: func() Observed {
 				o := lostMajority(time.Hour)
