@@ -61,13 +61,18 @@ help: ## Display this help (targets of the same section are listed together, whi
 
 ##@ Development
 
+# The markers live in api/ (CRDs, DeepCopy) and controllers/ (RBAC). Named, not ./...: controller-gen walks
+# every directory of a ./... pattern, bin/ included, where the local node's kubelet unmounts pod volumes
+# while the walk reads them.
+CONTROLLER_GEN_PATHS ?= ./api/...;./controllers/...
+
 .PHONY: manifests
 manifests: controller-gen ## Generate CRDs and RBAC from markers.
-	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="$(CONTROLLER_GEN_PATHS)" output:crd:artifacts:config=config/crd/bases
 
 .PHONY: generate
 generate: controller-gen ## Generate DeepCopy methods.
-	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./..."
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
 .PHONY: fmt
 fmt: ## go fmt.
