@@ -763,14 +763,31 @@ func (s *safetySampler) halt() {
 	<-s.done
 }
 
-// verify stops the sampler and fails on any untrue claim it saw.
+// Fewest samples, and fewest with etcd's member list, for a sampler to prove anything.
+const (
+	minSafetySamples = 20
+	minSafetyTruths  = 10
+)
+
+// verify stops the sampler and fails on any untrue claim it saw. A scenario that ended quickly, or a
+// sampler slowed by a busy machine, samples the settled cluster a little longer first: the samples
+// after the event are checked like the others.
 func (s *safetySampler) verify() {
+	counts := func() (int, int) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.samples, s.truths
+	}
+	Eventually(func() bool {
+		samples, truths := counts()
+		return samples >= minSafetySamples && truths >= minSafetyTruths
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(BeTrue())
 	s.halt()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	GinkgoWriter.Printf("status sampler: %d samples, %d with etcd's member list, %d violations\n", s.samples, s.truths, len(s.violations))
-	ExpectWithOffset(1, s.samples).To(BeNumerically(">=", 20), "too few status samples to prove anything")
-	ExpectWithOffset(1, s.truths).To(BeNumerically(">=", 10), "too few samples of etcd's member list")
+	ExpectWithOffset(1, s.samples).To(BeNumerically(">=", minSafetySamples), "too few status samples to prove anything")
+	ExpectWithOffset(1, s.truths).To(BeNumerically(">=", minSafetyTruths), "too few samples of etcd's member list")
 	ExpectWithOffset(1, s.violations).To(BeEmpty(), "the status claimed what was not true")
 }
 
