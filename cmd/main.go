@@ -12,6 +12,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -87,14 +88,24 @@ func main() {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme:                        scheme,
-		Metrics:                       metricsOpts,
-		HealthProbeBindAddress:        probeAddr,
-		LeaderElection:                enableLeaderElection,
-		LeaderElectionID:              "etcd-operator.etcd.seedops.io",
-		LeaderElectionReleaseOnCancel: true,
-		Cache:                         controllers.CacheOptions(os.Getenv("WATCH_NAMESPACE")),
+	restConfig := ctrl.GetConfigOrDie()
+	var leaderLock resourcelock.Interface
+	if enableLeaderElection {
+		var err error
+		if leaderLock, err = controllers.LeaderLock(restConfig, options.OperatorNamespace, os.Getenv("POD_NAME")); err != nil {
+			setupLog.Error(err, "unable to create the leader election lock")
+			os.Exit(1)
+		}
+	}
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:                              scheme,
+		Metrics:                             metricsOpts,
+		HealthProbeBindAddress:              probeAddr,
+		LeaderElection:                      enableLeaderElection,
+		LeaderElectionID:                    controllers.LeaderElectionID,
+		LeaderElectionResourceLockInterface: leaderLock,
+		LeaderElectionReleaseOnCancel:       true,
+		Cache:                               controllers.CacheOptions(os.Getenv("WATCH_NAMESPACE")),
 	})
 	if err != nil {
 		setupLog.Error(err, "unable to create manager")

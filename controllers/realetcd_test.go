@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -195,7 +196,12 @@ func (k *fakeKubelet) sync(ctx context.Context) {
 			k.stop(i, "beyond the StatefulSet's replicas")
 			continue
 		case apierrors.IsNotFound(err):
-			k.stop(i, "its pod was deleted") // its container stops, and a new pod starts
+			// Its container stops, and a new pod starts; the audit log says who deleted it.
+			why := "its pod was deleted"
+			if k.c.Running(i) {
+				why += ": " + strings.Join(podDeletions(realNS, name), "; ")
+			}
+			k.stop(i, why)
 			pod = &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: realNS, Labels: resources.Labels(k.cluster, resources.ComponentEtcd)},
 				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: sts.Spec.Template.Spec.Containers[0].Image}}},
@@ -399,7 +405,7 @@ func (s shiftedClock) Since(t time.Time) time.Duration { return s.Now().Sub(t) }
 
 // startRealManagerWithClock is startRealManager whose controller tells the time by clk (nil: the real clock).
 func startRealManagerWithClock(procs *etcdtest.Cluster, clk clock.PassiveClock) context.CancelFunc {
-	mgr, err := ctrl.NewManager(testEnv.Config, ctrl.Options{
+	mgr, err := ctrl.NewManager(rest.AddUserAgent(rest.CopyConfig(testEnv.Config), "operator "+realNS), ctrl.Options{
 		Scheme:  k8sClient.Scheme(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		Cache:   CacheOptions(realNS),
@@ -531,6 +537,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 				AddReportEntry(fmt.Sprintf("etcd member %d, last lines of its log", i), log)
 			}
 		}
+		AddReportEntry("pod deletions in "+realNS+" (API server audit log)", podDeletionsReport(realNS))
 	})
 
 	running := func(n int) func(g Gomega) {

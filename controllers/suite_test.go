@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -41,6 +42,8 @@ var (
 	cancel     context.CancelFunc
 	writes     = &writeCounter{}
 	reconciles atomic.Int64
+	// auditLog is the API server's audit log of pod deletions (audit_test.go).
+	auditLog string
 )
 
 func TestControllers(t *testing.T) {
@@ -54,13 +57,16 @@ var _ = BeforeSuite(func() {
 		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases"), filepath.Join("testdata", "crds")},
 		ErrorIfCRDPathMissing: true,
 	}
+	auditLog = startAudit(testEnv)
 	cfg, err := testEnv.Start()
 	Expect(err).NotTo(HaveOccurred(), "envtest needs KUBEBUILDER_ASSETS: run `make test`")
 
 	scheme := runtime.NewScheme()
 	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 	Expect(etcdv1alpha1.AddToScheme(scheme)).To(Succeed())
-	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
+	// Each client of the suite names itself, so the audit log (audit_test.go) tells the specs' own requests
+	// from the operator's.
+	k8sClient, err = client.New(rest.AddUserAgent(rest.CopyConfig(cfg), "spec"), client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 	for _, ns := range []string{watchedNS, watchedNS2, unwatchedNS} {
 		Expect(k8sClient.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
@@ -68,7 +74,7 @@ var _ = BeforeSuite(func() {
 
 	// The manager's own connection counts every write it makes, so tests can prove a steady-state
 	// reconcile writes nothing.
-	mgrCfg := rest.CopyConfig(cfg)
+	mgrCfg := rest.AddUserAgent(rest.CopyConfig(cfg), "operator "+watchedNS+","+watchedNS2)
 	mgrCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return writes.wrap(rt) })
 	mgr, err := ctrl.NewManager(mgrCfg, ctrl.Options{
 		Scheme:  scheme,
@@ -109,6 +115,9 @@ var _ = AfterSuite(func() {
 	}
 	if testEnv != nil {
 		Expect(testEnv.Stop()).To(Succeed())
+	}
+	if auditLog != "" {
+		Expect(os.RemoveAll(filepath.Dir(auditLog))).To(Succeed())
 	}
 })
 

@@ -1,0 +1,87 @@
+package controllers
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// auditPolicy records who deletes pods, and nothing else: a member restart a spec did not expect is then
+// explained by the request that caused it (its user and client), not guessed at.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  verbs: ["delete", "deletecollection"]
+  resources: [{group: "", resources: ["pods"]}]
+- level: None
+`
+
+// startAudit makes env's kube-apiserver write pod deletions to an audit log, and returns its path.
+func startAudit(env *envtest.Environment) string {
+	dir, err := os.MkdirTemp("", "envtest-audit-")
+	Expect(err).NotTo(HaveOccurred())
+	policy := filepath.Join(dir, "policy.yaml")
+	Expect(os.WriteFile(policy, []byte(auditPolicy), 0o600)).To(Succeed())
+	path := filepath.Join(dir, "audit.log")
+	args := env.ControlPlane.GetAPIServer().Configure()
+	args.Set("audit-policy-file", policy)
+	args.Set("audit-log-path", path)
+	args.Set("audit-log-mode", "blocking")
+	return path
+}
+
+// auditEvent is the part of an audit.k8s.io/v1 Event this suite reads.
+type auditEvent struct {
+	Verb           string `json:"verb"`
+	UserAgent      string `json:"userAgent"`
+	StageTimestamp string `json:"stageTimestamp"`
+	User           struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef struct {
+		Namespace string `json:"namespace"`
+		Name      string `json:"name"`
+	} `json:"objectRef"`
+	ResponseStatus struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+}
+
+// podDeletions lists the audit log's deletions of pods in namespace ns (of pod name, when not empty), one
+// line each: when, what, by whom, with which client, and the answer.
+func podDeletions(ns, name string) []string {
+	f, err := os.Open(auditLog)
+	if err != nil {
+		return []string{"audit log: " + err.Error()}
+	}
+	defer func() { _ = f.Close() }()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		var e auditEvent
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.ObjectRef.Namespace != ns || (name != "" && e.ObjectRef.Name != name) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s %s pod %s by %s (%s): %d", e.StageTimestamp, e.Verb, e.ObjectRef.Name,
+			e.User.Username, e.UserAgent, e.ResponseStatus.Code))
+	}
+	return out
+}
+
+// podDeletionsReport is podDeletions as a report entry's text.
+func podDeletionsReport(ns string) string {
+	lines := podDeletions(ns, "")
+	if len(lines) == 0 {
+		return "none"
+	}
+	return strings.Join(lines, "\n")
+}
