@@ -73,21 +73,12 @@ func (r *EtcdBackupReconciler) reconcile(ctx context.Context, b *etcdv1alpha1.Et
 		b.Status.Phase = etcdv1alpha1.BackupPending
 	}
 	// 2. Read the cluster.
-	c := &etcdv1alpha1.EtcdCluster{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.ClusterName}, c); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return err
-		}
-		msg := fmt.Sprintf("EtcdCluster %s not found in namespace %s", b.Spec.ClusterName, b.Namespace)
-		if b.Status.Error != msg {
-			r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, ReasonClusterNotFound, "Backup", "%s; waiting for it", msg)
-		}
-		b.Status.Error = msg
-		return nil
+	c, err := r.clusterOf(ctx, b)
+	if err != nil || c == nil {
+		return err
 	}
-	b.Status.Error = ""
 
-	// 3. Destination and Job.
+	// 3. Destination and Job: the Job's spec is immutable and it runs once, so it is created, never updated.
 	dest := resources.BackupDestination(c, b.Spec.Destination)
 	if resources.UsesDefaultBackupPVC(c, dest) {
 		if _, err := applyBackupPVC(ctx, r.Client, c, dest); err != nil {
@@ -95,41 +86,15 @@ func (r *EtcdBackupReconciler) reconcile(ctx context.Context, b *etcdv1alpha1.Et
 		}
 	}
 	job := &batchv1.Job{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: resources.BackupJobName(b)}, job)
+	err = r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: resources.BackupJobName(b)}, job)
 	if apierrors.IsNotFound(err) {
-		// The Job's spec is immutable and it runs once: create it, never update it.
-		// The backup dials the cluster under the DNS domain its members were created with.
-		opts := r.Options
-		if sts := (&appsv1.StatefulSet{}); r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.StatefulSetName(c)}, sts) == nil {
-			opts = clusterOptions(r.Options, c, sts, nil)
-		}
-		if err := r.Apply(ctx, resources.BackupJob(c, b, opts), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-			return fmt.Errorf("create backup job: %w", err)
-		}
-		now := metav1.Now()
-		b.Status.JobName, b.Status.StartTime, b.Status.Destination = resources.BackupJobName(b), &now, &dest
-		r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, ReasonBackupStarted, "Backup", "backing up EtcdCluster %s with Job %s", c.Name, b.Status.JobName)
-		logf.FromContext(ctx).Info("backup started", "cluster", c.Name, "job", b.Status.JobName)
-		return nil
+		return r.startJob(ctx, b, c, dest)
 	}
 	if err != nil {
 		return err
 	}
-	if !metav1.IsControlledBy(job, b) {
-		// Not this EtcdBackup's Job: most likely the Job of a deleted EtcdBackup of the same name, which the
-		// garbage collector has not removed yet. Its result is that backup's, never this one's.
-		owner := "it has no controller"
-		if ref := metav1.GetControllerOf(job); ref != nil {
-			owner = fmt.Sprintf("its controller is %s %s, UID %s", ref.Kind, ref.Name, ref.UID)
-		}
-		msg := fmt.Sprintf("Job %s exists but is not this EtcdBackup's (%s; this EtcdBackup's UID is %s), so its result "+
-			"is not reported as this backup's: it may be left from a deleted EtcdBackup of the same name. "+
-			"The backup starts once that Job is gone (delete it, or wait for the garbage collector)", job.Name, owner, b.UID)
-		if b.Status.Error != msg {
-			r.Recorder.Eventf(b, job, corev1.EventTypeWarning, ReasonJobNotOwned, "Backup", "%s", msg)
-		}
-		b.Status.Error = msg
-		return waitError{errors.New(msg), jobNotOwnedRetry}
+	if err := r.checkJobOwner(b, job); err != nil {
+		return err
 	}
 	if b.Status.JobName == "" { // status lost after the Job was created
 		b.Status.JobName, b.Status.Destination = job.Name, &dest
@@ -137,6 +102,69 @@ func (r *EtcdBackupReconciler) reconcile(ctx context.Context, b *etcdv1alpha1.Et
 	}
 
 	// 4. Progress or result.
+	return r.recordJobResult(ctx, b, c, job)
+}
+
+// clusterOf reads the backup's EtcdCluster; nil without an error when it does not exist, which the status
+// and an event (once) say.
+func (r *EtcdBackupReconciler) clusterOf(ctx context.Context, b *etcdv1alpha1.EtcdBackup) (*etcdv1alpha1.EtcdCluster, error) {
+	c := &etcdv1alpha1.EtcdCluster{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.ClusterName}, c); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		msg := fmt.Sprintf("EtcdCluster %s not found in namespace %s", b.Spec.ClusterName, b.Namespace)
+		if b.Status.Error != msg {
+			r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, ReasonClusterNotFound, "Backup", "%s; waiting for it", msg)
+		}
+		b.Status.Error = msg
+		return nil, nil
+	}
+	b.Status.Error = ""
+	return c, nil
+}
+
+// startJob creates the backup Job of b and records its start.
+func (r *EtcdBackupReconciler) startJob(ctx context.Context, b *etcdv1alpha1.EtcdBackup, c *etcdv1alpha1.EtcdCluster, dest etcdv1alpha1.BackupDestination) error {
+	// The backup dials the cluster under the DNS domain its members were created with.
+	opts := r.Options
+	if sts := (&appsv1.StatefulSet{}); r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.StatefulSetName(c)}, sts) == nil {
+		opts = clusterOptions(r.Options, c, sts, nil)
+	}
+	if err := r.Apply(ctx, resources.BackupJob(c, b, opts), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("create backup job: %w", err)
+	}
+	now := metav1.Now()
+	b.Status.JobName, b.Status.StartTime, b.Status.Destination = resources.BackupJobName(b), &now, &dest
+	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, ReasonBackupStarted, "Backup", "backing up EtcdCluster %s with Job %s", c.Name, b.Status.JobName)
+	logf.FromContext(ctx).Info("backup started", "cluster", c.Name, "job", b.Status.JobName)
+	return nil
+}
+
+// checkJobOwner refuses a Job of the backup's name that b does not control: most likely the Job of a
+// deleted EtcdBackup of the same name, which the garbage collector has not removed yet. Its result is that
+// backup's, never this one's.
+func (r *EtcdBackupReconciler) checkJobOwner(b *etcdv1alpha1.EtcdBackup, job *batchv1.Job) error {
+	if metav1.IsControlledBy(job, b) {
+		return nil
+	}
+	owner := "it has no controller"
+	if ref := metav1.GetControllerOf(job); ref != nil {
+		owner = fmt.Sprintf("its controller is %s %s, UID %s", ref.Kind, ref.Name, ref.UID)
+	}
+	msg := fmt.Sprintf("Job %s exists but is not this EtcdBackup's (%s; this EtcdBackup's UID is %s), so its result "+
+		"is not reported as this backup's: it may be left from a deleted EtcdBackup of the same name. "+
+		"The backup starts once that Job is gone (delete it, or wait for the garbage collector)", job.Name, owner, b.UID)
+	if b.Status.Error != msg {
+		r.Recorder.Eventf(b, job, corev1.EventTypeWarning, ReasonJobNotOwned, "Backup", "%s", msg)
+	}
+	b.Status.Error = msg
+	return waitError{errors.New(msg), jobNotOwnedRetry}
+}
+
+// recordJobResult reports the Job's progress, then its result (with the pod's own report of the snapshot)
+// once it has finished.
+func (r *EtcdBackupReconciler) recordJobResult(ctx context.Context, b *etcdv1alpha1.EtcdBackup, c *etcdv1alpha1.EtcdCluster, job *batchv1.Job) error {
 	done, succeeded, at := jobFinished(job)
 	if !done {
 		if job.Status.Active > 0 {

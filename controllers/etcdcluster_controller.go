@@ -173,26 +173,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	s.space, s.defrag = planMaintenance(cluster, obs)
 
 	// 5. (deferred) Report, whatever happened in step 4.
-	defer func() {
-		cluster.Status = computeStatus(cluster, s.obs, s.decision, s.space, s.applied.names, retErr, r.now())
-		r.metrics.observe(cluster)
-		s.applied.record(r.Recorder, cluster)
-		if retErr != nil {
-			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, ReasonReconcileFailed, "Reconcile", "%v", retErr)
-		}
-		r.recordTransitions(before, cluster)
-		r.recordBackupEvents(before, cluster)
-		if err := r.patchStatus(ctx, before, cluster); err != nil {
-			retErr = kerrors.NewAggregate([]error{retErr, err})
-		}
-		var wait waitError
-		if errors.As(retErr, &wait) {
-			retErr, result = nil, ctrl.Result{RequeueAfter: wait.after}
-		}
-		if retErr == nil && result.IsZero() {
-			result.RequeueAfter = r.requeueAfter(cluster, s.obs, s.decision)
-		}
-	}()
+	defer func() { result, retErr = r.report(ctx, before, s, result, retErr) }()
 
 	if cluster.Spec.Paused {
 		log.V(1).Info("paused; not changing managed objects")
@@ -223,6 +204,32 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// report is step 5: it writes the status of what step 4 did (or failed to do) in one patch, with the
+// metrics, events and condition transitions that go with it, and decides when to look again.
+func (r *EtcdClusterReconciler) report(ctx context.Context, before *etcdv1alpha1.EtcdCluster, s *reconcileScope,
+	result ctrl.Result, err error) (ctrl.Result, error) {
+	cluster := s.cluster
+	cluster.Status = computeStatus(cluster, s.obs, s.decision, s.space, s.applied.names, err, r.now())
+	r.metrics.observe(cluster)
+	s.applied.record(r.Recorder, cluster)
+	if err != nil {
+		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, ReasonReconcileFailed, "Reconcile", "%v", err)
+	}
+	r.recordTransitions(before, cluster)
+	r.recordBackupEvents(before, cluster)
+	if perr := r.patchStatus(ctx, before, cluster); perr != nil {
+		err = kerrors.NewAggregate([]error{err, perr})
+	}
+	var wait waitError
+	if errors.As(err, &wait) {
+		err, result = nil, ctrl.Result{RequeueAfter: wait.after}
+	}
+	if err == nil && result.IsZero() {
+		result.RequeueAfter = r.requeueAfter(cluster, s.obs, s.decision)
+	}
+	return result, err
 }
 
 // learnerPollInterval is how often the controller looks at a learner that is starting or catching up: the
