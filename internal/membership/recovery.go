@@ -136,12 +136,13 @@ func continueForcedStart(o Observed) Decision {
 			ord = v.Ordinal
 		}
 	}
-	d.Config = forceConfig(ord, f)
 	if ord < 0 {
-		// The configuration names a member status no longer lists: keep the instruction, say so.
+		// The configuration names a member status no longer lists: the configuration stays as it is (with
+		// the instruction, and the initial cluster the forced member was given), and status says so.
 		d.Message = fmt.Sprintf("recovering from %s: it is not among the voters last known; waiting for it to answer", f.Member)
 		return d
 	}
+	d.Config = forceConfig(ord, f)
 	p, ok := o.Pods[ord]
 	switch {
 	case !ok || p.Terminating:

@@ -192,6 +192,13 @@ func TestForcedStartConfiguration(t *testing.T) {
 	if done := Plan(o); done.Config == nil || done.Config.ForceNewCluster != nil || done.Action.Type != ActionNone {
 		t.Fatalf("after the forced start: %+v, %+v; want the instruction gone and no step", done.Config, done.Action)
 	}
+	// An instruction naming a member status no longer lists keeps the configuration as it is: rewritten, it
+	// would list no member at all.
+	lost := forcing(lostMajority(time.Hour), Pod{UID: "pod-0"})
+	lost.Recovery.Forcing = &ForceNewCluster{Member: "c-9", OldPod: "pod-9"}
+	if kept := Plan(lost); kept.Config != nil || kept.Action.Type != ActionNone || !strings.Contains(kept.Message, "not among the voters last known") {
+		t.Fatalf("instruction for an unknown member: %+v, %+v (%q); want the configuration kept, no step", kept.Config, kept.Action, kept.Message)
+	}
 	// Then the others rejoin, one learner at a time.
 	if next := Plan(survivorAlone()); next.Action.Type != ActionAddLearner || next.Action.Ordinal != 1 {
 		t.Fatalf("next step %+v (%q): want member 1 added as a learner", next.Action, next.Message)
