@@ -163,19 +163,9 @@ func (r *EtcdClusterReconciler) doStep(ctx context.Context, c *etcdv1alpha1.Etcd
 		return nil
 	}
 
-	// etcd steps go to voting members: a learner refuses them ("rpc not supported for learner"), and the
-	// client would send some there. Leadership moves must be asked of the leader itself.
-	endpoints := voterClientURLs(c, obs, obs.urls)
-	if a.Type == membership.ActionMoveLeader {
-		endpoints = nil
-		for id, st := range obs.statuses {
-			if st.Leader == id {
-				endpoints = []string{obs.urls.ClientURL(c, obs.ordinals[id])}
-			}
-		}
-		if len(endpoints) == 0 {
-			return fmt.Errorf("no leader to move leadership from")
-		}
+	endpoints, err := stepEndpoints(c, a, obs)
+	if err != nil {
+		return err
 	}
 	cli, err := r.dial(ctx, c, &obs, endpoints)
 	if err != nil {
@@ -208,6 +198,32 @@ func (r *EtcdClusterReconciler) recordTransitions(before, after *etcdv1alpha1.Et
 		}
 		r.Recorder.Eventf(after, nil, typ, cond.Reason, cond.Type, "%s=%s: %s", cond.Type, cond.Status, cond.Message)
 	}
+}
+
+// stepEndpoints are the members an etcd step is sent to. Voting members: a learner refuses them ("rpc not
+// supported for learner"), and the client would send some there. Never the member being removed, unless no
+// other is known: it stops as it applies its own removal, and its answer, "server stopped", would report a
+// removal that succeeded as failed. Leadership moves are asked of the leader itself.
+func stepEndpoints(c *etcdv1alpha1.EtcdCluster, a membership.Action, obs observation) ([]string, error) {
+	endpoints := voterClientURLs(c, obs, obs.urls)
+	switch a.Type {
+	case membership.ActionRemove:
+		removed := obs.urls.ClientURL(c, a.Ordinal)
+		if others := slices.DeleteFunc(slices.Clone(endpoints), func(e string) bool { return e == removed }); len(others) > 0 {
+			endpoints = others
+		}
+	case membership.ActionMoveLeader:
+		endpoints = nil
+		for id, st := range obs.statuses {
+			if st.Leader == id {
+				endpoints = []string{obs.urls.ClientURL(c, obs.ordinals[id])}
+			}
+		}
+		if len(endpoints) == 0 {
+			return nil, fmt.Errorf("no leader to move leadership from")
+		}
+	}
+	return endpoints, nil
 }
 
 // voterClientURLs lists the client URLs of the voting members that have a pod; all pods' URLs when etcd's

@@ -51,6 +51,47 @@ func TestVoterClientURLs(t *testing.T) {
 	}
 }
 
+// TestStepEndpoints: a removal is never sent to the member it removes while another voter can take it (that
+// member stops as it applies the removal and answers "server stopped", seen under load: a removal that
+// succeeded was reported as failed, with a ReconcileFailed warning and Degraded=True); a leadership move
+// goes to the leader only.
+func TestStepEndpoints(t *testing.T) {
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
+	obs := observation{urls: ordinalURLs{}, podByOrdinal: map[int]*corev1.Pod{0: {}, 1: {}, 2: {}, 3: {}},
+		members:  []etcd.Member{{ID: 10}, {ID: 11}, {ID: 12}, {ID: 13}},
+		ordinals: map[uint64]int{10: 0, 11: 1, 12: 2, 13: 3},
+		statuses: map[uint64]etcd.EndpointStatus{10: {Leader: 12}, 11: {Leader: 12}, 12: {Leader: 12}}}
+	alone := obs
+	alone.members, alone.ordinals = []etcd.Member{{ID: 13}}, map[uint64]int{13: 3}
+	for _, tc := range []struct {
+		name string
+		a    membership.Action
+		obs  observation
+		want []string
+	}{
+		{"removal: every voter but the removed one", membership.Action{Type: membership.ActionRemove, Ordinal: 3, ID: 13}, obs,
+			[]string{"client-0", "client-1", "client-2"}},
+		{"removal of the last voter known: itself", membership.Action{Type: membership.ActionRemove, Ordinal: 3, ID: 13}, alone,
+			[]string{"client-3"}},
+		{"promotion: every voter", membership.Action{Type: membership.ActionPromote, Ordinal: 3, ID: 13}, obs,
+			[]string{"client-0", "client-1", "client-2", "client-3"}},
+		{"leadership move: the leader", membership.Action{Type: membership.ActionMoveLeader, Ordinal: 1, ID: 11}, obs,
+			[]string{"client-2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := stepEndpoints(c, tc.a, tc.obs)
+			if err != nil || !slices.Equal(got, tc.want) {
+				t.Errorf("got %v (%v), want %v", got, err, tc.want)
+			}
+		})
+	}
+	noLeader := obs
+	noLeader.statuses = nil
+	if _, err := stepEndpoints(c, membership.Action{Type: membership.ActionMoveLeader, Ordinal: 1}, noLeader); err == nil {
+		t.Error("a leadership move without a known leader: no error")
+	}
+}
+
 // TestRequeueAfterLooksSoonerAtAwaitedLearners: a starting or catching-up learner is looked at again within
 // learnerPollInterval (no event says it is ready); other steps at the step interval.
 func TestRequeueAfterLooksSoonerAtAwaitedLearners(t *testing.T) {
