@@ -20,3 +20,11 @@ LDFLAGS="-X github.com/operator-framework/operator-registry/cmd/opm/version.opmV
 go_build_stale "$OLM_BIN/grpc_health_probe" "$olm_stamp" "$OLM_TOOLS" github.com/grpc-ecosystem/grpc-health-probe
 go_build_stale "$CRANE" "$(stamp_of "$ROOT/hack/tools/crane/go.mod" "$ROOT/hack/tools/crane/go.sum")" \
   "$ROOT/hack/tools/crane" github.com/google/go-containerregistry/cmd/crane
+
+# Every earlier release's operator, compiled with the flags images.sh builds its image with (operator_image), so
+# that the Go build cache holds it: built here, ahead of the node stages (.ci/run), images.sh only links it.
+for rel in $(cd "$ROOT/releases" && ls | sort -V); do
+  [ "$rel" = "${VERSION:-}" ] && continue
+  src=$(release_source "$rel")
+  (cd "$src" && CGO_ENABLED=0 GOWORK=off go build -trimpath -o /dev/null ./cmd)
+done

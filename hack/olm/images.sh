@@ -72,31 +72,11 @@ labelled "$opm_ref" "$OLM_WORK/index.labels" "${OPM_ARGS[@]}" --dir /configs --e
 log "opm image $opm_ref"
 
 # --- Operator images: VERSION from hack/node/images.sh; each release from its source commit's tree.
-# A release's source is the commit named in releases/<v>/source-commit: a clone of main alone carries no
-# tags, but the commit is in main's history. The tag, when present, must agree.
-release_commit() { # VERSION -> commit
-  local rel=$1 commit tagged
-  commit=$(cat "$ROOT/releases/$rel/source-commit")
-  if ! git -C "$ROOT" cat-file -e "$commit^{commit}" 2>/dev/null; then
-    echo "release $rel: commit $commit (releases/$rel/source-commit) is not in this clone's history (shallow clone?)" >&2
-    return 1
-  fi
-  if tagged=$(git -C "$ROOT" rev-parse -q --verify "refs/tags/v$rel^{commit}"); then
-    [ "$tagged" = "$commit" ] || { echo "release $rel: tag v$rel is $tagged, releases/$rel/source-commit says $commit" >&2; return 1; }
-  fi
-  echo "$commit"
-}
 declare -A OP_IMAGE
 OP_IMAGE[$VERSION]=$(cat "$NODE_DIR/operator-image")
 for rel in $(cd "$ROOT/releases" && ls | sort -V); do
   [ "$rel" = "$VERSION" ] && continue
-  src=$OLM_WORK/src/v$rel
-  commit=$(release_commit "$rel")
-  if [ "$(cat "$src.commit" 2>/dev/null)" != "$commit" ]; then
-    rm -rf "$src" && mkdir -p "$src"
-    git -C "$ROOT" archive "$commit" | tar -x -C "$src"
-    echo "$commit" >"$src.commit"
-  fi
+  src=$(release_source "$rel")
   operator_image "manager-v$rel" "$src" "v$rel"
   OP_IMAGE[$rel]=$OPERATOR_REF
 done

@@ -28,6 +28,33 @@ REGISTRY_TLS=localhost:5443
 REGISTRY_TLS_DIR=$NODE_DIR/registry-tls
 REGISTRY_TLS_BUNDLE=$REGISTRY_TLS_DIR/ca-bundle.crt
 
+# release_commit VERSION: the commit of a release's source, named in releases/<v>/source-commit: a clone of main
+# alone carries no tags, but the commit is in main's history. The tag, when present, must agree.
+release_commit() {
+  local rel=$1 commit tagged
+  commit=$(cat "$ROOT/releases/$rel/source-commit")
+  if ! git -C "$ROOT" cat-file -e "$commit^{commit}" 2>/dev/null; then
+    echo "release $rel: commit $commit (releases/$rel/source-commit) is not in this clone's history (shallow clone?)" >&2
+    return 1
+  fi
+  if tagged=$(git -C "$ROOT" rev-parse -q --verify "refs/tags/v$rel^{commit}"); then
+    [ "$tagged" = "$commit" ] || { echo "release $rel: tag v$rel is $tagged, releases/$rel/source-commit says $commit" >&2; return 1; }
+  fi
+  echo "$commit"
+}
+
+# release_source VERSION: the directory holding a release's source tree (extracted from its commit once).
+release_source() {
+  local rel=$1 src=$OLM_WORK/src/v$1 commit
+  commit=$(release_commit "$rel") || return 1
+  if [ "$(cat "$src.commit" 2>/dev/null)" != "$commit" ]; then
+    rm -rf "$src" && mkdir -p "$src"
+    git -C "$ROOT" archive "$commit" | tar -x -C "$src"
+    echo "$commit" >"$src.commit"
+  fi
+  echo "$src"
+}
+
 # The OLM module's source directory (deploy/chart, CRDs), from the module cache (downloaded alone: no build).
 olm_module_dir() {
   (cd "$OLM_TOOLS" && GOWORK=off go mod download -json "github.com/operator-framework/operator-lifecycle-manager@$OLM_VERSION" |
