@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -247,8 +248,20 @@ func progressingCondition(f statusFacts, currentVersion string) conditionState {
 		return conditionState{metav1.ConditionTrue, ReasonApplying, "applied " + strings.Join(f.applied, ", ") + "; waiting for the members to follow"}
 	case int32(len(obs.pods)) != c.Spec.Replicas:
 		return conditionState{metav1.ConditionTrue, ReasonScaling, fmt.Sprintf("%d of %d member pods exist", len(obs.pods), c.Spec.Replicas)}
+	case statefulSetUnobserved(obs.statefulSet):
+		return conditionState{metav1.ConditionTrue, ReasonApplying, fmt.Sprintf(
+			"waiting for the StatefulSet controller to take generation %d of StatefulSet %s (it has observed %d); the members then follow",
+			obs.statefulSet.Generation, obs.statefulSet.Name, obs.statefulSet.Status.ObservedGeneration)}
 	}
 	return conditionState{metav1.ConditionFalse, ReasonReconciled, "members and managed objects match the spec"}
+}
+
+// statefulSetUnobserved: the StatefulSet controller has reported on the StatefulSet before, but not yet on its
+// current generation. Until it does, the revision a pod should run is unknown, and a template change that
+// keeps the image (a flag, a probe) makes every pod look up to date: claiming Reconciled then would be false.
+// A StatefulSet never reported on (envtest, which runs no StatefulSet controller) is judged by image.
+func statefulSetUnobserved(sts *appsv1.StatefulSet) bool {
+	return sts != nil && sts.Status.ObservedGeneration > 0 && sts.Status.ObservedGeneration < sts.Generation
 }
 
 // degradedCondition: the operator cannot converge, or a formed cluster has an unhealthy voting member.

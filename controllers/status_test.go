@@ -139,6 +139,16 @@ func TestComputeStatusProgressingFromTheFirstReconcileOfAChange(t *testing.T) {
 	for id := range obs.healthy {
 		obs.statuses[id] = etcd.EndpointStatus{Version: "3.5.35"}
 	}
+	// A template change that keeps the image (an etcd flag), before the StatefulSet controller has taken it:
+	// the pods look up to date, and are not (seen on the node: Reconciled, then the member rolled).
+	obs.statefulSet = &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "c", Generation: 5},
+		Status: appsv1.StatefulSetStatus{ObservedGeneration: 4}}
+	s = computeStatus(c, obs, stable, maintenance.SpaceStep{}, nil, nil, now)
+	if got := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionProgressing); got.Status != metav1.ConditionTrue || got.Reason != ReasonApplying {
+		t.Errorf("StatefulSet generation not yet observed by its controller: Progressing %s/%s (%s)", got.Status, got.Reason, got.Message)
+	}
+
+	obs.statefulSet.Status.ObservedGeneration = 5
 	s = computeStatus(c, obs, stable, maintenance.SpaceStep{}, nil, nil, now)
 	if got := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionProgressing); got.Status != metav1.ConditionFalse || got.Reason != ReasonReconciled {
 		t.Errorf("converged: Progressing %s/%s (%s)", got.Status, got.Reason, got.Message)

@@ -76,7 +76,9 @@ var _ = Describe("Backups and restore", Label("backup"), func() {
 		framework.ReportDuration("restored cluster Available", fw.WaitAvailable(restored, 4*time.Minute))
 		expectKeys(restored, "/e2e/keys", want)
 		Expect(clusterID(restored)).NotTo(Equal(oldID), "a restored cluster gets a new cluster ID")
-		Eventually(func() string { return fw.GetCluster(restored).Status.RestoredFrom }).Should(Equal(location))
+		// Recorded once every member has restored: Available needs only a quorum of them.
+		Eventually(func() string { return fw.GetCluster(restored).Status.RestoredFrom }).
+			WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Equal(location))
 	})
 
 	It("takes an on-demand EtcdBackup to an S3 object store and restores a new cluster from it", func() {

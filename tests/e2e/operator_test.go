@@ -86,7 +86,7 @@ func rollOperator(change func(*appsv1.Deployment), phase string) *corev1.Pod {
 		lease := &coordinationv1.Lease{}
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: leaderElectionID}, lease)).To(Succeed())
 		g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
-		g.Expect(*lease.Spec.HolderIdentity).To(HavePrefix(pod.Name+"_"), "leader")
+		g.Expect(*lease.Spec.HolderIdentity).To(Equal(pod.Name), "leader (the lease is held under the pod's name)")
 	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	return pod
 }
