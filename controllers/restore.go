@@ -67,15 +67,16 @@ func restoreLocation(src *resources.RestoreSource) string {
 	return "pvc://" + src.Destination.PVC.ClaimName + "/" + src.Key
 }
 
-// restoredEveryMember reports evidence that every member pod restored the snapshot: each one's restore init
-// container finished and reported a restore (not "data already there"). Without it, status never claims a
-// restore happened.
+// restoredEveryMember reports evidence that the members hold the restored snapshot: every member pod's
+// restore init container finished well, and at least one restored the snapshot. The others either found
+// the data a restore for this cluster wrote (the restore step checks the member's ID against the cluster's
+// token, and fails on any other data) or started after the cluster formed, and joined it instead of
+// restoring: on a loaded node a pod can start after the restored members have formed the cluster, and its
+// data then comes from them. Without this evidence, status never claims a restore happened.
 func restoredEveryMember(pods []corev1.Pod) bool {
-	if len(pods) == 0 {
-		return false
-	}
+	restored := false
 	for i := range pods {
-		restored := false
+		finished := false
 		for _, cs := range pods[i].Status.InitContainerStatuses {
 			t := cs.State.Terminated
 			if cs.Name != resources.RestoreContainerName || t == nil || t.ExitCode != 0 {
@@ -84,13 +85,17 @@ func restoredEveryMember(pods []corev1.Pod) bool {
 			var res struct {
 				Restored bool `json:"restored"`
 			}
-			restored = json.Unmarshal([]byte(strings.TrimSpace(t.Message)), &res) == nil && res.Restored
+			if json.Unmarshal([]byte(strings.TrimSpace(t.Message)), &res) != nil {
+				continue
+			}
+			finished = true
+			restored = restored || res.Restored
 		}
-		if !restored {
+		if !finished {
 			return false
 		}
 	}
-	return true
+	return restored
 }
 
 // restoreFailure returns why a member's restore init container failed, if one did.

@@ -8,7 +8,9 @@ import (
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
-// TestRestoredEveryMember: status reports a restore only on every member's own word that it restored.
+// TestRestoredEveryMember: status reports a restore only once every member's restore step has finished well
+// and at least one member restored the snapshot; the others kept this restore's data or joined the cluster
+// the restored members formed (a pod that starts late on a loaded node).
 func TestRestoredEveryMember(t *testing.T) {
 	pod := func(exit int32, msg string) corev1.Pod {
 		p := corev1.Pod{}
@@ -22,6 +24,7 @@ func TestRestoredEveryMember(t *testing.T) {
 	}
 	restored := `{"restored":true,"location":"pvc://b/k","revision":7}`
 	kept := `{"restored":false,"reason":"data directory already holds a member"}`
+	joined := `{"restored":false,"reason":"member joins an existing cluster (initial cluster state existing)"}`
 	for _, tc := range []struct {
 		name string
 		pods []corev1.Pod
@@ -29,7 +32,9 @@ func TestRestoredEveryMember(t *testing.T) {
 	}{
 		{"no pods", nil, false},
 		{"every member restored", []corev1.Pod{pod(0, restored), pod(0, restored), pod(0, restored)}, true},
-		{"one member started on data it found", []corev1.Pod{pod(0, restored), pod(0, kept), pod(0, restored)}, false},
+		{"one member started on data it found", []corev1.Pod{pod(0, restored), pod(0, kept), pod(0, restored)}, true},
+		{"one member joined the cluster the others formed", []corev1.Pod{pod(0, restored), pod(0, joined), pod(0, restored)}, true},
+		{"no member restored: nothing proves a restore", []corev1.Pod{pod(0, kept), pod(0, joined), pod(0, joined)}, false},
 		{"one restore failed", []corev1.Pod{pod(0, restored), pod(1, `{"error":"stale"}`), pod(0, restored)}, false},
 		{"one restore still running", []corev1.Pod{pod(0, restored), pod(0, "")}, false},
 	} {
