@@ -67,13 +67,13 @@ func restoreLocation(src *resources.RestoreSource) string {
 	return "pvc://" + src.Destination.PVC.ClaimName + "/" + src.Key
 }
 
-// restoredEveryMember reports evidence that the members hold the restored snapshot: every member pod's
+// restoreCompleted reports evidence that the members hold the restored snapshot: every member pod's
 // restore init container finished well, and at least one restored the snapshot. The others either found
 // the data a restore for this cluster wrote (the restore step checks the member's ID against the cluster's
 // token, and fails on any other data) or started after the cluster formed, and joined it instead of
 // restoring: on a loaded node a pod can start after the restored members have formed the cluster, and its
 // data then comes from them. Without this evidence, status never claims a restore happened.
-func restoredEveryMember(pods []corev1.Pod) bool {
+func restoreCompleted(pods []corev1.Pod) bool {
 	restored := false
 	for i := range pods {
 		finished := false

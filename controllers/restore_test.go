@@ -8,10 +8,10 @@ import (
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
-// TestRestoredEveryMember: status reports a restore only once every member's restore step has finished well
+// TestRestoreCompleted: status reports a restore only once every member's restore step has finished well
 // and at least one member restored the snapshot; the others kept this restore's data or joined the cluster
 // the restored members formed (a pod that starts late on a loaded node).
-func TestRestoredEveryMember(t *testing.T) {
+func TestRestoreCompleted(t *testing.T) {
 	pod := func(exit int32, msg string) corev1.Pod {
 		p := corev1.Pod{}
 		p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: resources.MemberGateContainerName,
@@ -38,7 +38,7 @@ func TestRestoredEveryMember(t *testing.T) {
 		{"one restore failed", []corev1.Pod{pod(0, restored), pod(1, `{"error":"stale"}`), pod(0, restored)}, false},
 		{"one restore still running", []corev1.Pod{pod(0, restored), pod(0, "")}, false},
 	} {
-		if got := restoredEveryMember(tc.pods); got != tc.want {
+		if got := restoreCompleted(tc.pods); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}

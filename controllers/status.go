@@ -123,7 +123,7 @@ func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.De
 			Message: cond.state.message, ObservedGeneration: c.Generation, LastTransitionTime: metav1.NewTime(now)})
 	}
 	if obs.restore != nil && s.RestoredFrom == "" && meta.IsStatusConditionTrue(s.Conditions, etcdv1alpha1.ConditionAvailable) &&
-		restoredEveryMember(obs.pods) {
+		restoreCompleted(obs.pods) {
 		s.RestoredFrom = restoreLocation(obs.restore)
 	}
 	backupStatus(&s, c, obs.backups, now)
