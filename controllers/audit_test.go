@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -75,6 +76,19 @@ func podDeletions(ns, name string) []string {
 			e.User.Username, e.UserAgent, e.ResponseStatus.Code))
 	}
 	return out
+}
+
+// awaitPodDeletions is podDeletions once the log holds one: the API server writes a request's audit event
+// after its response, so a client can see a pod gone before the log says who deleted it.
+func awaitPodDeletions(ns, name string) []string {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		lines := podDeletions(ns, name)
+		if len(lines) > 0 || time.Now().After(deadline) {
+			return lines
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // podDeletionsReport is podDeletions as a report entry's text.

@@ -75,6 +75,8 @@ type fakeKubelet struct {
 	down map[int]bool
 	// gateless plays member pods from before the member gate: etcd starts at once on an empty claim.
 	gateless bool
+	// idleReason is why the last sync stopped early ("" when it ran).
+	idleReason string
 }
 
 // playGateless makes the kubelet start member pods as if their template had no member gate.
@@ -117,13 +119,14 @@ func (k *fakeKubelet) tlsConfig() *tls.Config {
 // materializeTLS writes the cluster's certificates where the processes read them, as the kubelet keeps a
 // Secret volume up to date: the server certificate and CA as the operator issued them. The peer
 // certificate is issued here from the cluster's CA for 127.0.0.1, because the operator's names the
-// members' DNS names, which local processes do not have. It reports whether the files are ready.
-func (k *fakeKubelet) materializeTLS(ctx context.Context) bool {
+// members' DNS names, which local processes do not have. It says why the files are not ready yet.
+func (k *fakeKubelet) materializeTLS(ctx context.Context) error {
 	server, client, caSecret := &corev1.Secret{}, &corev1.Secret{}, &corev1.Secret{}
-	if k8sClient.Get(ctx, key(realNS, resources.ServerSecretName(k.cluster)), server) != nil ||
-		k8sClient.Get(ctx, key(realNS, resources.ClientSecretName(k.cluster)), client) != nil ||
-		k8sClient.Get(ctx, key(realNS, resources.CASecretName(k.cluster)), caSecret) != nil {
-		return false
+	for name, s := range map[string]*corev1.Secret{resources.ServerSecretName(k.cluster): server,
+		resources.ClientSecretName(k.cluster): client, resources.CASecretName(k.cluster): caSecret} {
+		if err := k8sClient.Get(ctx, key(realNS, name), s); err != nil {
+			return err
+		}
 	}
 	t := k.c.TLS
 	Expect(os.MkdirAll(filepath.Dir(t.CA), 0o700)).To(Succeed())
@@ -147,7 +150,7 @@ func (k *fakeKubelet) materializeTLS(ctx context.Context) bool {
 	k.mu.Lock()
 	k.clientTLS = cfg
 	k.mu.Unlock()
-	return true
+	return nil
 }
 
 func (k *fakeKubelet) run(ctx context.Context) {
@@ -170,18 +173,32 @@ func (k *fakeKubelet) stop(i int, why string) {
 	k.c.Stop(i)
 }
 
+// idle says, once per change, why the kubelet does nothing: a spec that waits on it then says what for.
+func (k *fakeKubelet) idle(why string) {
+	if why != k.idleReason && why != "" {
+		GinkgoWriter.Printf("fake kubelet: idle: %s\n", why)
+	}
+	k.idleReason = why
+}
+
 func (k *fakeKubelet) sync(ctx context.Context) {
 	sts := &appsv1.StatefulSet{}
 	if err := k8sClient.Get(ctx, key(realNS, resources.StatefulSetName(k.cluster)), sts); err != nil {
+		k.idle("StatefulSet: " + err.Error())
 		return
 	}
 	cm := &corev1.ConfigMap{}
 	if err := k8sClient.Get(ctx, key(realNS, resources.ConfigMapName(k.cluster)), cm); err != nil {
+		k.idle("ConfigMap: " + err.Error())
 		return
 	}
-	if k.c.TLS != nil && !k.materializeTLS(ctx) {
-		return
+	if k.c.TLS != nil {
+		if err := k.materializeTLS(ctx); err != nil {
+			k.idle("certificates: " + err.Error())
+			return
+		}
 	}
+	k.idle("")
 	k.releaseDeletedClaims(ctx)
 	replicas := int(*sts.Spec.Replicas)
 	for i := range maxMembers {
@@ -199,7 +216,7 @@ func (k *fakeKubelet) sync(ctx context.Context) {
 			// Its container stops, and a new pod starts; the audit log says who deleted it.
 			why := "its pod was deleted"
 			if k.c.Running(i) {
-				why += ": " + strings.Join(podDeletions(realNS, name), "; ")
+				why += ": " + strings.Join(awaitPodDeletions(realNS, name), "; ")
 			}
 			k.stop(i, why)
 			pod = &corev1.Pod{
@@ -344,7 +361,9 @@ func (k *fakeKubelet) setReady(ctx context.Context, pod *corev1.Pod, i int) {
 		}
 	}
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready, LastTransitionTime: metav1.Now()}}
-	_ = k8sClient.Status().Update(ctx, pod)
+	if err := k8sClient.Status().Update(ctx, pod); err != nil {
+		GinkgoWriter.Printf("fake kubelet: pod %s Ready=%s not recorded: %v\n", pod.Name, ready, err)
+	}
 }
 
 // checkAgreement records any moment where etcd's member list and the StatefulSet disagree beyond the
@@ -521,7 +540,10 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		DeferCleanup(func() { stopManager() })
 
 		kctx, stopKubelet := context.WithCancel(context.Background())
-		kubelet = &fakeKubelet{c: procs, cluster: c, dialer: etcd.NewDialer(2 * time.Second)}
+		// The kubelet's own copy of the cluster's name: specs decode into c while the kubelet runs, and a
+		// name read mid-decode is empty (a pod "-1" not found reads as member 1's pod deleted).
+		kubelet = &fakeKubelet{c: procs, dialer: etcd.NewDialer(2 * time.Second),
+			cluster: &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace}}}
 		done := make(chan struct{})
 		go func() { defer close(done); kubelet.run(kctx) }()
 		DeferCleanup(func() { stopKubelet(); <-done })
