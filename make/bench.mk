@@ -9,7 +9,7 @@ BENCH_UNRELATED ?= 10000
 BENCH_RUNS ?= 3
 # CRD directories of the envtest scale run; add controllers/testdata/crds to install prometheus-operator's kinds.
 BENCH_CRDS ?= config/crd/bases
-# node part: runs per scenario, and the scenarios (regexp over available,scale,heal,upgrade).
+# node part: runs per scenario, and the scenarios (regexp over Available, Scale, Heal, QuorumLoss, Upgrade, NoSpace, Defragment).
 BENCH_NODE_RUNS ?= 3
 BENCH_NODE_RUN ?= .
 BENCH_NODE_TIMEOUT ?= 90m

@@ -165,12 +165,14 @@ func main() {
 
 	// Node.
 	type sample = map[string]float64
-	var avail, scale, heal, upgrade, quorumLoss []sample
+	var avail, scale, heal, upgrade, quorumLoss, noSpace, defrag []sample
 	haveAvail := readJSON(filepath.Join(*in, "node", "available.json"), &avail)
 	haveScale := readJSON(filepath.Join(*in, "node", "scale.json"), &scale)
 	haveHeal := readJSON(filepath.Join(*in, "node", "heal.json"), &heal)
 	haveUpgrade := readJSON(filepath.Join(*in, "node", "upgrade.json"), &upgrade)
 	haveQuorumLoss := readJSON(filepath.Join(*in, "node", "quorumloss.json"), &quorumLoss)
+	haveNoSpace := readJSON(filepath.Join(*in, "node", "nospace.json"), &noSpace)
+	haveDefrag := readJSON(filepath.Join(*in, "node", "defrag.json"), &defrag)
 	col := func(ss []sample, key string, keep func(sample) bool) stat {
 		var xs []float64
 		for _, s := range ss {
@@ -236,6 +238,19 @@ func main() {
 		w("### Quorum loss, 3 members: two members' pods and claims deleted at once, `recovery.quorumLoss: FromSurvivor`, `after: 30s` (s)\n\n")
 		w("| until Available again | of which after the window | bare pod restart (same run) | load |\n|---|---|---|---|\n")
 		w("| %s | %s | %s | %s |\n\n", col(quorumLoss, "available", nil), col(quorumLoss, "afterWindow", nil), col(quorumLoss, "barePodRestart", nil), loads(quorumLoss))
+	}
+	if haveNoSpace {
+		w("### Space quota reached, 3 members, 64Mi volumes (25.6 MiB quota) (s)\n\n")
+		w("| NOSPACE raised until a write succeeds again (compaction, a defragmentation per member, alarm disarmed) | load |\n|---|---|\n")
+		w("| %s | %s |\n\n", col(noSpace, "writable", nil), loads(noSpace))
+	}
+	if haveDefrag {
+		w("### Automatic defragmentation, 3 members, under a writer\n\n")
+		w("Each member's file holds %s MiB of data and as much in free pages; counted from the compaction that frees them.\n\n",
+			col(defrag, "dataMiB", nil))
+		w("| file (MiB) | first member shrunk (s) | all shrunk (s) | per further member (s) | writer's longest wait (s) | writes failed | writes acknowledged | load |\n|---|---|---|---|---|---|---|---|\n")
+		w("| %s | %s | %s | %s | %s | %s | %s | %s |\n\n", col(defrag, "fileMiB", nil), col(defrag, "firstShrunk", nil), col(defrag, "allShrunk", nil),
+			col(defrag, "perMember", nil), col(defrag, "writerLongestWait", nil), col(defrag, "writerFailed", nil), col(defrag, "writerAcked", nil), loads(defrag))
 	}
 	if haveUpgrade {
 		r := col(upgrade, "ratio", nil)
