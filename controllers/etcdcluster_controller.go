@@ -124,6 +124,8 @@ type reconcileScope struct {
 	space, defrag maintenance.SpaceStep
 	// applied collects the changed objects for the reconcile's one Applied event (apply.go).
 	applied *appliedObjects
+	// maintained: a maintenance step was taken, and the next member's may be due at once.
+	maintained bool
 }
 
 // Reconcile moves one EtcdCluster towards its spec:
@@ -227,7 +229,7 @@ func (r *EtcdClusterReconciler) report(ctx context.Context, before *etcdv1alpha1
 		err, result = nil, ctrl.Result{RequeueAfter: wait.after}
 	}
 	if err == nil && result.IsZero() {
-		result.RequeueAfter = r.requeueAfter(cluster, s.obs, s.decision)
+		result.RequeueAfter = r.requeueAfter(cluster, s.obs, s.decision, s.maintained)
 	}
 	return result, err
 }
@@ -239,7 +241,7 @@ const learnerPollInterval = 500 * time.Millisecond
 // requeueAfter: soon while an operation is in flight (sooner while a learner is awaited), at the health
 // interval while etcd runs, never for a cluster with nothing to observe (every other change is an event),
 // and in any case when a certificate or a scheduled defragmentation falls due.
-func (r *EtcdClusterReconciler) requeueAfter(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.Decision) time.Duration {
+func (r *EtcdClusterReconciler) requeueAfter(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.Decision, maintained bool) time.Duration {
 	var after time.Duration
 	switch {
 	case c.Spec.Paused:
@@ -247,8 +249,10 @@ func (r *EtcdClusterReconciler) requeueAfter(c *etcdv1alpha1.EtcdCluster, obs ob
 	case len(obs.pods) == 0:
 	case d.AwaitsLearner:
 		after = min(r.stepInterval(), learnerPollInterval)
-	case d.InProgress(), obs.hasAlarm(etcd.AlarmNoSpace), sweepUnderWay(c):
-		// NOSPACE recovery and a sweep, like a membership change, are one step per reconcile.
+	case d.InProgress(), obs.hasAlarm(etcd.AlarmNoSpace), sweepUnderWay(c), maintained:
+		// NOSPACE recovery and a sweep, like a membership change, are one step per reconcile; so is routine
+		// defragmentation, whose next member is due as soon as the last one is done (not a health
+		// interval later).
 		after = r.stepInterval()
 	default:
 		after = r.healthInterval()

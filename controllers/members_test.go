@@ -99,14 +99,14 @@ func TestRequeueAfterLooksSoonerAtAwaitedLearners(t *testing.T) {
 	c := &etcdv1alpha1.EtcdCluster{}
 	obs := observation{pods: []corev1.Pod{{}}}
 	awaiting := membership.Decision{Phase: membership.PhaseScaling, AwaitsLearner: true}
-	if got := r.requeueAfter(c, obs, awaiting); got != learnerPollInterval {
+	if got := r.requeueAfter(c, obs, awaiting, false); got != learnerPollInterval {
 		t.Errorf("awaiting a learner: requeue after %s, want %s", got, learnerPollInterval)
 	}
-	if got := r.requeueAfter(c, obs, membership.Decision{Phase: membership.PhaseScaling}); got != r.stepInterval() {
+	if got := r.requeueAfter(c, obs, membership.Decision{Phase: membership.PhaseScaling}, false); got != r.stepInterval() {
 		t.Errorf("another step: requeue after %s, want the step interval %s", got, r.stepInterval())
 	}
 	r.StepInterval = 100 * time.Millisecond
-	if got := r.requeueAfter(c, obs, awaiting); got != r.StepInterval {
+	if got := r.requeueAfter(c, obs, awaiting, false); got != r.StepInterval {
 		t.Errorf("awaiting a learner with a shorter step interval: requeue after %s, want %s", got, r.StepInterval)
 	}
 }

@@ -79,6 +79,7 @@ func (r *EtcdClusterReconciler) reconcileSpace(ctx context.Context, s *reconcile
 	if err := r.applyMaintenance(ctx, s, step); err != nil {
 		return err
 	}
+	s.maintained = true
 	if step.Kind == maintenance.SpaceRecover {
 		// Kept in status (computeStatus starts from it): the next plan disarms, or says the data fills the
 		// quota, instead of recovering again at the same revision.

@@ -74,8 +74,10 @@ func TestDefragment(t *testing.T) {
 	gomega.RegisterTestingT(t)
 	for range runs {
 		c, done := startCluster(t, "defrag", etcdVersion, func(c *etcdv1alpha1.EtcdCluster) {
-			// 40% of the volume is the quota: room for twice defragMiB, with headroom.
-			c.Spec.StorageSize = *resource.NewQuantity(int64(defragMiB)<<20*6, resource.BinarySI)
+			// The file grows past the data it holds (bbolt grows it in steps of up to 1 GiB): a quota of
+			// 2.5 times what is written leaves room for that.
+			c.Spec.StorageSize = *resource.NewQuantity(int64(defragMiB)<<20*12, resource.BinarySI)
+			c.Spec.Etcd.QuotaBackendSize = resource.NewQuantity(int64(defragMiB)<<20*5, resource.BinarySI)
 			c.Spec.Defragmentation.FreePercent = ptr.To(int32(30))
 		})
 		cli := fw.ClusterClient(c)
@@ -96,7 +98,8 @@ func TestDefragment(t *testing.T) {
 			}
 			rev = resp.Header.Revision
 		}
-		full := dbSizes(t, cli)
+		members := memberClients(t, c)
+		full := dbSizes(members)
 		t.Logf("database files before compaction (MiB): %v", full)
 
 		w := startGapWriter(fw.ClusterClient(c), "/bench/defrag-writer")
@@ -109,15 +112,20 @@ func TestDefragment(t *testing.T) {
 			if time.Since(start) > 15*time.Minute {
 				t.Fatalf("members defragmented after 15 min: %v of %v", shrunk, full)
 			}
-			for ep, size := range dbSizes(t, cli) {
-				if _, ok := shrunk[ep]; !ok && size < full[ep]*0.75 {
-					shrunk[ep] = secs(time.Since(start))
+			for name, size := range dbSizes(members) {
+				if _, ok := shrunk[name]; !ok && size < full[name]*0.75 {
+					shrunk[name] = secs(time.Since(start))
+					t.Logf("%s shrank to %.0f MiB %.1f s after the compaction", name, size, shrunk[name])
 				}
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
-		longest, failed, acked := w.stop()
+		longest, longestAt, failed, acked := w.stop()
+		t.Logf("the writer's longest wait, %.1f s, ended %.1f s after the compaction", longest.Seconds(), longestAt.Sub(start).Seconds())
 		_ = cli.Close()
+		for _, m := range members {
+			_ = m.Close()
+		}
 		done()
 		var first, last float64
 		for _, s := range shrunk {
@@ -132,26 +140,38 @@ func TestDefragment(t *testing.T) {
 	}
 }
 
-// dbSizes is each member's database file size in MiB, by client URL, as the members report it.
-func dbSizes(t *testing.T, cli *clientv3.Client) map[string]float64 {
+// memberClients connects to each member pod by its IP (the cluster client goes through the Service, which
+// picks a member per connection), keyed by pod name.
+func memberClients(t *testing.T, c *etcdv1alpha1.EtcdCluster) map[string]*clientv3.Client {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	members, err := cli.MemberList(ctx)
+	pods, err := memberPods(c.Namespace, c.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
+	out := map[string]*clientv3.Client{}
+	for _, p := range pods {
+		// Any name the server certificate carries verifies; the connection goes to the pod's IP.
+		cli, err := fw.EtcdClientVia(c, c.Name+"-client."+c.Namespace+".svc", p.Status.PodIP, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[p.Name] = cli
+	}
+	return out
+}
+
+// dbSizes is each member's database file size in MiB, as the member itself reports it.
+func dbSizes(members map[string]*clientv3.Client) map[string]float64 {
 	out := map[string]float64{}
-	for _, m := range members.Members {
-		if len(m.ClientURLs) == 0 {
-			continue
-		}
+	for name, cli := range members {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		// A member busy defragmenting may not answer in time: it counts as not shrunk yet.
-		if st, err := cli.Status(ctx, m.ClientURLs[0]); err == nil {
-			out[m.Name] = float64(st.DbSize) / (1 << 20)
+		if st, err := cli.Status(ctx, cli.Endpoints()[0]); err == nil {
+			out[name] = float64(st.DbSize) / (1 << 20)
 		} else {
-			out[m.Name] = 1 << 30
+			out[name] = 1 << 30
 		}
+		cancel()
 	}
 	return out
 }
@@ -173,6 +193,7 @@ type gapWriter struct {
 
 	mu            sync.Mutex
 	longest       time.Duration
+	longestAt     time.Time
 	failed, acked int
 	lastAck       time.Time
 }
@@ -194,7 +215,9 @@ func startGapWriter(cli *clientv3.Client, key string) *gapWriter {
 			w.mu.Lock()
 			if err == nil {
 				w.acked++
-				w.longest = max(w.longest, now.Sub(w.lastAck))
+				if gap := now.Sub(w.lastAck); gap > w.longest {
+					w.longest, w.longestAt = gap, now
+				}
 				w.lastAck = now
 			} else {
 				w.failed++
@@ -206,12 +229,16 @@ func startGapWriter(cli *clientv3.Client, key string) *gapWriter {
 	return w
 }
 
-// stop ends the writer and reports the longest wait (a wait still open counts), failed and acknowledged writes.
-func (w *gapWriter) stop() (time.Duration, int, int) {
+// stop ends the writer and reports the longest wait (a wait still open counts) and when it ended, and the
+// failed and acknowledged writes.
+func (w *gapWriter) stop() (time.Duration, time.Time, int, int) {
 	close(w.quit)
 	<-w.done
 	_ = w.cli.Close()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return max(w.longest, time.Since(w.lastAck)), w.failed, w.acked
+	if open := time.Since(w.lastAck); open > w.longest {
+		return open, time.Now(), w.failed, w.acked
+	}
+	return w.longest, w.longestAt, w.failed, w.acked
 }
