@@ -144,7 +144,9 @@ func runRestore(args []string) int {
 	var dest destinationFlags
 	var key string
 	var timeout time.Duration
+	var recovery string
 	fs.StringVar(&key, "key", "", "Key of the snapshot in the store.")
+	fs.StringVar(&recovery, "recovery", "", "Quorum-loss recovery this restore is for: another member's data in the data directory is moved aside, not refused.")
 	fs.DurationVar(&timeout, "timeout", 60*time.Minute, "Give up after this long.")
 	dest.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -160,6 +162,7 @@ func runRestore(args []string) int {
 		PeerURL:             os.Getenv("ETCD_INITIAL_ADVERTISE_PEER_URLS"),
 		InitialCluster:      os.Getenv("ETCD_INITIAL_CLUSTER"),
 		InitialClusterToken: os.Getenv("ETCD_INITIAL_CLUSTER_TOKEN"),
+		Recovery:            recovery,
 	}
 	if cfg.DataDir == "" || cfg.Name == "" || cfg.PeerURL == "" || cfg.InitialCluster == "" {
 		return fail(errors.New("ETCD_DATA_DIR, ETCD_NAME, ETCD_INITIAL_ADVERTISE_PEER_URLS and ETCD_INITIAL_CLUSTER must be set"))
@@ -176,14 +179,18 @@ func runRestore(args []string) int {
 	}
 	ctx, cancel := signalContext(timeout)
 	defer cancel()
-	info, restored, err := backup.Restore(ctx, newLogger(), store, cfg)
+	res, err := backup.Restore(ctx, newLogger(), store, cfg)
 	if err != nil {
 		return fail(err)
 	}
-	if !restored {
+	if !res.Restored {
 		report(map[string]any{"restored": false, "reason": "data directory already holds a member"})
 		return 0
 	}
-	report(map[string]any{"restored": true, "location": info.Location, "revision": info.Revision, "sizeBytes": info.SizeBytes})
+	out := map[string]any{"restored": true, "location": res.Location, "revision": res.Revision, "sizeBytes": res.SizeBytes}
+	if res.MovedAside != "" {
+		out["movedAside"] = res.MovedAside
+	}
+	report(out)
 	return 0
 }

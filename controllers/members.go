@@ -61,7 +61,8 @@ func memberConfig(c *etcdv1alpha1.EtcdCluster, cfg *membership.Config, urls Memb
 		}
 		parts = append(parts, name+"="+url)
 	}
-	return resources.MemberConfig{InitialCluster: strings.Join(parts, ","), InitialClusterState: cfg.State, ForceNewCluster: cfg.ForceNewCluster}
+	return resources.MemberConfig{InitialCluster: strings.Join(parts, ","), InitialClusterState: cfg.State, ForceNewCluster: cfg.ForceNewCluster,
+		Restore: cfg.Restore}
 }
 
 // recordVolumes writes, on each healthy member's claim, the ID of the member whose data it holds. A
@@ -71,9 +72,11 @@ func (r *EtcdClusterReconciler) recordVolumes(ctx context.Context, s *reconcileS
 	for _, m := range obs.members {
 		ord, ok := obs.ordinals[m.ID]
 		pvc := obs.pvcByOrdinal[ord]
-		if !ok || ord < 0 || pvc == nil || !obs.healthy[m.ID] || pvc.Annotations[AnnotationMemberID] != "" || !pvc.DeletionTimestamp.IsZero() ||
-			obs.claimReplaced(m.Name, m.ID, ord) {
+		if !ok || ord < 0 || pvc == nil || !obs.healthy[m.ID] || !pvc.DeletionTimestamp.IsZero() || obs.claimReplaced(m.Name, m.ID, ord) {
 			continue // a claim that replaced the member's recorded one never holds its data
+		}
+		if recorded := pvc.Annotations[AnnotationMemberID]; recorded != "" && !obs.restoredOnClaim(ord, recorded, m.ID) {
+			continue // another member's ID on the claim is the planner's evidence that the data was lost
 		}
 		ac := corev1ac.PersistentVolumeClaim(pvc.Name, pvc.Namespace).
 			WithAnnotations(map[string]string{AnnotationMemberID: strconv.FormatUint(m.ID, 16)})
@@ -90,14 +93,23 @@ func (r *EtcdClusterReconciler) recordVolumes(ctx context.Context, s *reconcileS
 	return nil
 }
 
+// restoredOnClaim: during a recovery from a backup, the claim of ordinal ord records a member of the lost
+// cluster while member id, restored onto it by the member's current pod, is healthy: the claim now holds
+// the restored member's data, and its record is rewritten.
+func (obs observation) restoredOnClaim(ord int, recorded string, id uint64) bool {
+	p := obs.podByOrdinal[ord]
+	return obs.restoring != nil && p != nil && restoreRecoveryOf(&p.Spec) == obs.restoring.ID && recorded != strconv.FormatUint(id, 16)
+}
+
 // takeStep carries out the planned mutation: exactly one etcd call or one Kubernetes write, so a crash
 // anywhere leaves a state the next plan continues from.
 func (r *EtcdClusterReconciler) takeStep(ctx context.Context, s *reconcileScope) error {
 	c, d := s.cluster, s.decision
 	a := d.Action
 	if a.Type == membership.ActionNone {
-		if d.Phase == membership.PhaseRecovering && s.obs.reachable {
-			// The survivor answers alone: said once, as the configuration loses --force-new-cluster.
+		if finishedRecovery(s.obs, d, r.now()) != nil {
+			// Said once, as the configuration loses the recovery's record: the survivor answers alone,
+			// or every member restored the backup.
 			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonQuorumRecovered, "QuorumRecovery", "%s", d.Message)
 		}
 		return nil

@@ -70,7 +70,13 @@ func (r *EtcdClusterReconciler) reconcileStatefulSet(ctx context.Context, s *rec
 	if existing == nil {
 		existing = &appsv1.StatefulSet{}
 	}
-	desired := resources.StatefulSet(c, int32(s.decision.Replicas), obs.options, restoreInTemplate(c, obs.restore), memberGate(current, obs.pods, resources.Image(c, obs.options), obs.options))
+	gate := memberGate(current, obs.pods, resources.Image(c, obs.options), obs.options)
+	if s.recoveryRecord() != nil {
+		// Every member restarts for the restore anyway, and only the current gate leaves the lost
+		// cluster's data to the restore step.
+		gate = resources.CurrentMemberGate(obs.options)
+	}
+	desired := resources.StatefulSet(c, int32(s.decision.Replicas), obs.options, s.templateRestore(), gate)
 	if current != nil && !volumeClaimTemplatesMatch(existing, c) {
 		// Volume claim templates are immutable: grow the existing claims in place, then replace the
 		// StatefulSet without deleting its pods (orphan), so new members get the new size too.

@@ -70,6 +70,10 @@ type observation struct {
 	survivors []survivor
 	// forcing is a quorum-loss recovery's instruction in the members' configuration (nil when none).
 	forcing *membership.ForceNewCluster
+	// restoring is the configuration's record of a recovery from a backup (nil when none), and
+	// recoveryBackups the snapshots such a recovery can restore (recovery.go).
+	restoring       *membership.RestoreRecovery
+	recoveryBackups []recoveryBackup
 	// alarms are etcd's active alarms (nil when etcd could not list them).
 	alarms []etcd.Alarm
 	// tls is the cluster's CA and certificates; tlsStatus what status reports of them.
@@ -223,7 +227,11 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 	switch err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.ConfigMapName(c)}, cm); {
 	case err == nil:
 		obs.forcing = resources.ForceNewClusterOf(cm.Data)
+		obs.restoring = resources.RestoreRecoveryOf(cm.Data)
 	case !apierrors.IsNotFound(err):
+		return obs, err
+	}
+	if obs.recoveryBackups, err = r.recoveryBackups(ctx, c, obs.restoring); err != nil {
 		return obs, err
 	}
 	claims := &corev1.PersistentVolumeClaimList{}
@@ -505,7 +513,7 @@ func (obs observation) planInput(c *etcdv1alpha1.EtcdCluster, now time.Time, hea
 	for ord, p := range obs.podByOrdinal {
 		in.Pods[ord] = membership.Pod{Ready: podReady(p), UpToDate: !outdated[p.Name], Terminating: !p.DeletionTimestamp.IsZero(),
 			CannotStart: podCannotStart(p), StaleData: gateRefusal(p), Created: p.CreationTimestamp.Time, UID: string(p.UID),
-			GateHoldsForRecovery: gateHoldsForRecovery(&p.Spec)}
+			GateHoldsForRecovery: gateHoldsForRecovery(&p.Spec), RestoreRecovery: restoreRecoveryOf(&p.Spec)}
 	}
 	in.Recovery = obs.recoveryInput(c)
 	for ord, pvc := range obs.pvcByOrdinal {
@@ -545,15 +553,19 @@ func (obs observation) planInput(c *etcdv1alpha1.EtcdCluster, now time.Time, hea
 func (obs observation) recoveryInput(c *etcdv1alpha1.EtcdCluster) membership.Recovery {
 	rc := membership.Recovery{
 		FromSurvivor: c.Spec.Recovery.QuorumLoss == etcdv1alpha1.QuorumLossFromSurvivor,
+		FromBackup:   c.Spec.Recovery.QuorumLoss == etcdv1alpha1.QuorumLossFromBackup,
+		Backup:       newestBackup(obs.recoveryBackups),
 		After:        defaultRecoveryAfter,
 		Survivors:    map[int]membership.Survivor{},
 		Forcing:      obs.forcing,
+		Restoring:    obs.restoring,
 	}
 	if a := c.Spec.Recovery.After; a != nil {
 		rc.After = a.Duration
 	}
 	if obs.statefulSet != nil {
 		rc.TemplateGateHolds = gateHoldsForRecovery(&obs.statefulSet.Spec.Template.Spec)
+		rc.TemplateRestores = restoreRecoveryOf(&obs.statefulSet.Spec.Template.Spec)
 	}
 	if avail := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable); avail != nil &&
 		avail.Status == metav1.ConditionFalse && avail.Reason == ReasonQuorumLost {

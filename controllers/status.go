@@ -122,6 +122,9 @@ func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.De
 		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: cond.typ, Status: cond.state.status, Reason: cond.state.reason,
 			Message: cond.state.message, ObservedGeneration: c.Generation, LastTransitionTime: metav1.NewTime(now)})
 	}
+	if rec := finishedRecovery(obs, d, now); rec != nil {
+		s.LastRecovery = rec
+	}
 	if obs.restore != nil && s.RestoredFrom == "" && meta.IsStatusConditionTrue(s.Conditions, etcdv1alpha1.ConditionAvailable) &&
 		restoreCompleted(obs.pods) {
 		s.RestoredFrom = restoreLocation(obs.restore)

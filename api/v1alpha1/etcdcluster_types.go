@@ -157,7 +157,7 @@ type EtcdClusterSpec struct {
 }
 
 // QuorumLossRecovery is what the operator does about a majority of members that is lost for good.
-// +kubebuilder:validation:Enum=Report;FromSurvivor
+// +kubebuilder:validation:Enum=Report;FromSurvivor;FromBackup
 type QuorumLossRecovery string
 
 // Quorum-loss recovery strategies.
@@ -169,6 +169,11 @@ const (
 	// restarts alone with etcd's --force-new-cluster (one start, never left in the template), and the other
 	// members rejoin empty, one learner at a time, as in a heal. Writes the survivor had not received are lost.
 	QuorumLossFromSurvivor QuorumLossRecovery = "FromSurvivor"
+	// QuorumLossFromBackup rebuilds the cluster from its newest successful backup (an EtcdBackup of the
+	// cluster, or the last scheduled backup): every member moves the data on its volume aside (kept there,
+	// never deleted) and restores the snapshot, as a new cluster with new member IDs. Writes after the
+	// backup's revision are lost, even those a surviving member held.
+	QuorumLossFromBackup QuorumLossRecovery = "FromBackup"
 )
 
 // RecoverySpec says when the operator may rebuild a cluster that lost its majority. It never does while a
@@ -176,10 +181,10 @@ const (
 // volumes are deleted or replaced by empty ones; a member that is merely down, slow or cut off keeps its
 // data and blocks recovery), and only after the majority has been lost for After.
 type RecoverySpec struct {
-	// QuorumLoss: Report (default) or FromSurvivor.
+	// QuorumLoss: Report (default), FromSurvivor or FromBackup.
 	// +optional
 	// +kubebuilder:default=Report
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="On quorum loss",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Report","urn:alm:descriptor:com.tectonic.ui:select:FromSurvivor"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="On quorum loss",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Report","urn:alm:descriptor:com.tectonic.ui:select:FromSurvivor","urn:alm:descriptor:com.tectonic.ui:select:FromBackup"}
 	QuorumLoss QuorumLossRecovery `json:"quorumLoss,omitempty"`
 	// After is how long the majority must have been lost before the operator recovers it.
 	// +optional
@@ -601,6 +606,20 @@ type MemberStatus struct {
 	VolumeClaimUID string `json:"volumeClaimUID,omitempty"`
 }
 
+// RecoveryStatus is a finished quorum-loss recovery.
+type RecoveryStatus struct {
+	// Strategy is how the cluster was rebuilt: FromSurvivor or FromBackup.
+	Strategy QuorumLossRecovery `json:"strategy"`
+	// Time is when the cluster answered again with the recovery done.
+	Time metav1.Time `json:"time"`
+	// Source is the member the cluster was rebuilt from (FromSurvivor), or the snapshot's location
+	// (FromBackup).
+	Source string `json:"source"`
+	// Revision is the etcd revision the restored snapshot holds (FromBackup): every write after it is lost.
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+}
+
 // EtcdClusterStatus is the observed state of an etcd cluster.
 type EtcdClusterStatus struct {
 	// ObservedGeneration is the generation this status describes.
@@ -651,6 +670,10 @@ type EtcdClusterStatus struct {
 	// RestoredFrom is the snapshot the cluster was bootstrapped from, once every member restored it.
 	// +optional
 	RestoredFrom string `json:"restoredFrom,omitempty"`
+	// LastRecovery is the last quorum-loss recovery the operator finished.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last quorum-loss recovery"
+	LastRecovery *RecoveryStatus `json:"lastRecovery,omitempty"`
 	// AuthEnabled is whether etcd authentication is on, as etcd reports it.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Authentication enabled",xDescriptors={"urn:alm:descriptor:text"}

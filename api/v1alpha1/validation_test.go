@@ -111,7 +111,7 @@ func TestCreateRefusesBadManifests(t *testing.T) {
 		{"extra flag with dashes", "version: 3.5.9\netcd:\n  extraFlags: {--log-level: debug}", "etcd.extraFlags keys are flag names without leading dashes"},
 		{"extra flag the operator owns", "version: 3.5.9\netcd:\n  extraFlags: {initial-cluster-state: new}", "etcd.extraFlags must not set a flag the operator owns"},
 		{"extra flag forcing a new cluster", "version: 3.5.9\netcd:\n  extraFlags: {force-new-cluster: 'true'}", "etcd.extraFlags must not set a flag the operator owns"},
-		{"unknown quorum-loss recovery", "version: 3.5.9\nrecovery: {quorumLoss: Always}", `supported values: "Report", "FromSurvivor"`},
+		{"unknown quorum-loss recovery", "version: 3.5.9\nrecovery: {quorumLoss: Always}", `supported values: "Report", "FromSurvivor", "FromBackup"`},
 		{"quorum-loss recovery too soon", "version: 3.5.9\nrecovery: {quorumLoss: FromSurvivor, after: 10s}", "recovery.after must be between 30s and 168h"},
 		{"quorum-loss recovery after a week and more", "version: 3.5.9\nrecovery: {after: 200h}", "recovery.after must be between 30s and 168h"},
 		{"extra flag with its own field", "version: 3.5.9\netcd:\n  extraFlags: {quota-backend-bytes: '1'}", "etcd.extraFlags must not set a flag the operator owns"},
@@ -161,6 +161,7 @@ func TestCreateAcceptsGoodManifests(t *testing.T) {
 		"rich cron":                "version: 3.5.9\nbackupSchedule: '*/15 0-6 1,15 JAN-MAR mon-fri'",
 		"weekly defragmentation":   "version: 3.5.9\ndefragmentation: {schedule: '30 3 * * sun'}",
 		"recovery from a survivor": "version: 3.5.9\nrecovery: {quorumLoss: FromSurvivor, after: 2m}",
+		"recovery from a backup":   "version: 3.5.9\nrecovery: {quorumLoss: FromBackup}",
 		"etcd settings": `
 version: 3.5.17
 storageSize: 10Gi

@@ -80,15 +80,15 @@ func restoreAndCheck(t *testing.T, store backup.Store, key string, want map[stri
 	t.Cleanup(r.Close)
 	ords := []int{0, 1, 2}
 	for _, i := range ords {
-		info, restored, err := backup.Restore(context.Background(), zaptest.NewLogger(t), store, backup.RestoreConfig{
+		res, err := backup.Restore(context.Background(), zaptest.NewLogger(t), store, backup.RestoreConfig{
 			Key: key, DataDir: r.DataDir(i), Name: r.MemberName(i), PeerURL: r.PeerURL(i),
 			InitialCluster: r.InitialCluster(ords), InitialClusterToken: r.Name,
 		})
-		if err != nil || !restored {
-			t.Fatalf("restore member %d: restored=%v err=%v", i, restored, err)
+		if err != nil || !res.Restored {
+			t.Fatalf("restore member %d: restored=%v err=%v", i, res.Restored, err)
 		}
-		if info.Revision != rev {
-			t.Fatalf("restored snapshot has revision %d, want %d", info.Revision, rev)
+		if res.Revision != rev {
+			t.Fatalf("restored snapshot has revision %d, want %d", res.Revision, rev)
 		}
 	}
 	for _, i := range ords {
@@ -288,10 +288,11 @@ func TestCorruptSnapshotIsRefusedAndNothingIsRestored(t *testing.T) {
 				t.Fatal(err)
 			}
 			dataDir := filepath.Join(t.TempDir(), "data")
-			_, restored, err := backup.Restore(context.Background(), zaptest.NewLogger(t), store, backup.RestoreConfig{
+			res, err := backup.Restore(context.Background(), zaptest.NewLogger(t), store, backup.RestoreConfig{
 				Key: key, DataDir: dataDir, Name: "m-0", PeerURL: "http://127.0.0.1:2380",
 				InitialCluster: "m-0=http://127.0.0.1:2380", InitialClusterToken: "m",
 			})
+			restored := res.Restored
 			if !errors.Is(err, backup.ErrCorrupt) || restored {
 				t.Fatalf("restore of a corrupt snapshot: restored=%v err=%v, want ErrCorrupt", restored, err)
 			}
@@ -317,10 +318,11 @@ func TestRestoreLeavesAnExistingMemberAlone(t *testing.T) {
 	if err := os.WriteFile(marker, []byte("mine"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, restored, err := backup.Restore(context.Background(), zaptest.NewLogger(t), store, backup.RestoreConfig{
+	again, err := backup.Restore(context.Background(), zaptest.NewLogger(t), store, backup.RestoreConfig{
 		Key: res.Key, DataDir: src.DataDir(0), Name: src.MemberName(0), PeerURL: src.PeerURL(0),
 		InitialCluster: src.InitialCluster([]int{0}), InitialClusterToken: src.Name,
 	})
+	restored := again.Restored
 	if err != nil || restored {
 		t.Fatalf("restore over a member's data: restored=%v err=%v, want a no-op", restored, err)
 	}
@@ -329,9 +331,9 @@ func TestRestoreLeavesAnExistingMemberAlone(t *testing.T) {
 	}
 }
 
-// TestRestoreRefusesAnotherClustersData: a cluster deleted and recreated under its name with a restore
-// finds the old members' claims retained; the restore must not start them on that data.
-func TestRestoreRefusesAnotherClustersData(t *testing.T) {
+// snapshotOfOneMember backs up a running one-member cluster into a directory store.
+func snapshotOfOneMember(t *testing.T) (backup.Store, backup.Result) {
+	t.Helper()
 	src := startCluster(t, "source", 1)
 	client(t, src, 1)
 	store := dirStore(t)
@@ -341,20 +343,74 @@ func TestRestoreRefusesAnotherClustersData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return store, res
+}
+
+// TestRestoreRefusesAnotherClustersData: a cluster deleted and recreated under its name with a restore
+// finds the old members' claims retained; the restore must not start them on that data.
+func TestRestoreRefusesAnotherClustersData(t *testing.T) {
+	store, res := snapshotOfOneMember(t)
 	dataDir := filepath.Join(t.TempDir(), "data")
 	cfg := backup.RestoreConfig{Key: res.Key, DataDir: dataDir, Name: "m-0", PeerURL: "http://127.0.0.1:2380",
 		InitialCluster: "m-0=http://127.0.0.1:2380", InitialClusterToken: "ns/m/first-uid"}
-	if _, restored, err := backup.Restore(context.Background(), zaptest.NewLogger(t), store, cfg); err != nil || !restored {
-		t.Fatalf("first restore: restored=%v err=%v", restored, err)
+	if got, err := backup.Restore(context.Background(), zaptest.NewLogger(t), store, cfg); err != nil || !got.Restored {
+		t.Fatalf("first restore: restored=%v err=%v", got.Restored, err)
 	}
 	// The same cluster's member restarting: its data is its own.
-	if _, restored, err := backup.Restore(context.Background(), zaptest.NewLogger(t), store, cfg); err != nil || restored {
-		t.Fatalf("restart of the restored member: restored=%v err=%v, want a no-op", restored, err)
+	if got, err := backup.Restore(context.Background(), zaptest.NewLogger(t), store, cfg); err != nil || got.Restored {
+		t.Fatalf("restart of the restored member: restored=%v err=%v, want a no-op", got.Restored, err)
 	}
 	// The cluster recreated under the same name (new UID, so a new token) over the retained claim.
 	cfg.InitialClusterToken = "ns/m/second-uid"
-	if _, restored, err := backup.Restore(context.Background(), zaptest.NewLogger(t), store, cfg); !errors.Is(err, backup.ErrForeignData) || restored {
-		t.Fatalf("restore over another cluster's member: restored=%v err=%v, want ErrForeignData", restored, err)
+	if got, err := backup.Restore(context.Background(), zaptest.NewLogger(t), store, cfg); !errors.Is(err, backup.ErrForeignData) || got.Restored {
+		t.Fatalf("restore over another cluster's member: restored=%v err=%v, want ErrForeignData", got.Restored, err)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "member")); err != nil {
+		t.Fatalf("the refused data is gone: %v", err)
+	}
+}
+
+// TestRestoreForRecoveryMovesDataAside: in a quorum-loss recovery, the lost cluster's data in a member's
+// data directory is moved aside on the volume, whole, and the snapshot restored in its place; the restored
+// member restarting keeps its data; and a second recovery moves the first one's data aside beside the
+// first, deleting nothing.
+func TestRestoreForRecoveryMovesDataAside(t *testing.T) {
+	store, res := snapshotOfOneMember(t)
+	dataDir := filepath.Join(t.TempDir(), "data")
+	lost := backup.RestoreConfig{Key: res.Key, DataDir: dataDir, Name: "m-0", PeerURL: "http://127.0.0.1:2380",
+		InitialCluster: "m-0=http://127.0.0.1:2380", InitialClusterToken: "ns/m/uid"}
+	if _, err := backup.Restore(context.Background(), zaptest.NewLogger(t), store, lost); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(dataDir, "member", "lost-cluster-marker")
+	if err := os.WriteFile(marker, []byte("lost"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := lost
+	cfg.InitialClusterToken, cfg.Recovery = "ns/m/uid/restore-1", "restore-1"
+	got, err := backup.Restore(context.Background(), zaptest.NewLogger(t), store, cfg)
+	if err != nil || !got.Restored || got.MovedAside != cfg.MovedAsideDir() {
+		t.Fatalf("recovery restore: %+v, %v; want restored, the old data in %s", got, err, cfg.MovedAsideDir())
+	}
+	if b, err := os.ReadFile(filepath.Join(got.MovedAside, "member", "lost-cluster-marker")); err != nil || string(b) != "lost" {
+		t.Fatalf("the lost cluster's data was not kept whole: %q %v", b, err)
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the restored data directory still holds the old data: %v", err)
+	}
+	if again, err := backup.Restore(context.Background(), zaptest.NewLogger(t), store, cfg); err != nil || again.Restored || again.MovedAside != "" {
+		t.Fatalf("restart of the restored member: %+v, %v; want a no-op", again, err)
+	}
+	next := cfg
+	next.InitialClusterToken, next.Recovery = "ns/m/uid/restore-2", "restore-2"
+	second, err := backup.Restore(context.Background(), zaptest.NewLogger(t), store, next)
+	if err != nil || !second.Restored || second.MovedAside != next.MovedAsideDir() {
+		t.Fatalf("second recovery: %+v, %v", second, err)
+	}
+	for _, dir := range []string{got.MovedAside, second.MovedAside, dataDir} {
+		if _, err := os.Stat(filepath.Join(dir, "member", "wal")); err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
 	}
 }
 

@@ -48,11 +48,11 @@ func BenchmarkBackupRestore(b *testing.B) {
 		backupTime := time.Since(t0)
 		t1 := time.Now()
 		dataDir := filepath.Join(b.TempDir(), "restored")
-		_, restored, err := backup.Restore(context.Background(), lg, store, backup.RestoreConfig{
+		restored, err := backup.Restore(context.Background(), lg, store, backup.RestoreConfig{
 			Key: res.Key, DataDir: dataDir, Name: "m-0", PeerURL: "http://127.0.0.1:2380",
 			InitialCluster: "m-0=http://127.0.0.1:2380", InitialClusterToken: "bench",
 		})
-		if err != nil || !restored {
+		if err != nil || !restored.Restored {
 			b.Fatalf("restore: %v", err)
 		}
 		restoreTime := time.Since(t1)

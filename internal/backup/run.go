@@ -16,9 +16,7 @@ import (
 	"strconv"
 	"time"
 
-	"go.etcd.io/etcd/client/pkg/v3/types"
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
-	"go.etcd.io/etcd/server/v3/etcdserver/api/membership"
 	"go.uber.org/zap"
 
 	"github.com/seedops/etcd-operator/internal/membergate"
@@ -46,6 +44,13 @@ func FileName(cluster string, t time.Time, revision int64) string {
 var fileNameRE = regexp.MustCompile(`^(.+)-([0-9]{8}T[0-9]{6}Z)-r([0-9]+)\.db$`)
 
 // parseFileName returns the time and revision of a name made by FileName for cluster.
+// RevisionOf is the etcd revision a snapshot stored under key by a backup of cluster holds, from its file
+// name (false for a key no backup of cluster wrote).
+func RevisionOf(cluster, key string) (int64, bool) {
+	_, rev, ok := parseFileName(cluster, path.Base(key))
+	return rev, ok
+}
+
 func parseFileName(cluster, name string) (time.Time, int64, bool) {
 	m := fileNameRE.FindStringSubmatch(name)
 	if m == nil || m[1] != cluster {
@@ -178,11 +183,10 @@ var ErrForeignData = errors.New("the data directory holds another cluster's memb
 // from its peer URLs and the initial cluster token (which names the cluster object's UID), so a member
 // restored for this cluster, then restarted, has exactly that ID; any other member's data is refused.
 func ownData(cfg RestoreConfig) error {
-	urls, err := types.NewURLs([]string{cfg.PeerURL})
+	want, err := membergate.BootstrapMemberID(cfg.Name, []string{cfg.PeerURL}, cfg.InitialClusterToken)
 	if err != nil {
 		return err
 	}
-	want := uint64(membership.NewMember(cfg.Name, urls, cfg.InitialClusterToken, nil).ID)
 	md, ok, err := membergate.ReadWALMetadata(membergate.WALDir(cfg.DataDir))
 	switch {
 	case err != nil:
@@ -206,33 +210,78 @@ type RestoreConfig struct {
 	PeerURL             string
 	InitialCluster      string
 	InitialClusterToken string
+	// Recovery names a quorum-loss recovery: data of another member in DataDir (the lost cluster's) is
+	// moved aside, to MovedAsideDir, and the snapshot restored in its place ("" refuses such data).
+	Recovery string
 }
 
-// Restore fills an empty data directory from the snapshot at cfg.Key and reports whether it did. A data
-// directory that already holds a member is left alone: the member was restored (or has run) before, and
-// its data is newer than any snapshot. The snapshot is verified before anything is written, and the data
-// directory appears complete or not at all.
-func Restore(ctx context.Context, lg *zap.Logger, store Store, cfg RestoreConfig) (Info, bool, error) {
+// MovedAsideDir is where a quorum-loss recovery keeps the data it found in a member's data directory: on the
+// same volume (a rename, not a copy), for a human to inspect or delete. Nothing deletes it.
+func (cfg RestoreConfig) MovedAsideDir() string {
+	return filepath.Join(filepath.Dir(cfg.DataDir), "lost-before-"+cfg.Recovery)
+}
+
+// Restored is what a restore did.
+type Restored struct {
+	Info
+	// Restored: the snapshot was restored (false: the data directory already held this restore's member).
+	Restored bool
+	// MovedAside is where data found in the data directory went ("" when none was moved).
+	MovedAside string
+}
+
+// Restore fills an empty data directory from the snapshot at cfg.Key and reports what it did. A data
+// directory that already holds this restore's member is left alone: the member was restored before, and
+// its data is newer than any snapshot; any other member's data is refused, or, in a quorum-loss recovery,
+// moved aside first. The snapshot is verified before anything is written, and the data directory appears
+// complete or not at all.
+func Restore(ctx context.Context, lg *zap.Logger, store Store, cfg RestoreConfig) (Restored, error) {
+	var aside string
 	if _, err := os.Stat(filepath.Join(cfg.DataDir, "member")); err == nil {
-		return Info{}, false, ownData(cfg)
+		err := ownData(cfg)
+		if !errors.Is(err, ErrForeignData) || cfg.Recovery == "" {
+			return Restored{}, err
+		}
+		if aside, err = moveAside(cfg); err != nil {
+			return Restored{}, err
+		}
+		lg.Info("moved the lost cluster's data aside", zap.String("to", aside), zap.String("recovery", cfg.Recovery))
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return Info{}, false, err
+		return Restored{}, err
 	}
+	info, err := restoreSnapshot(ctx, lg, store, cfg)
+	return Restored{Info: info, Restored: err == nil, MovedAside: aside}, err
+}
+
+// moveAside renames the data directory to MovedAsideDir (another name if that is taken) and makes the
+// rename durable before anything is restored in its place.
+func moveAside(cfg RestoreConfig) (string, error) {
+	to := cfg.MovedAsideDir()
+	if _, err := os.Lstat(to); err == nil {
+		to += "-" + randomSuffix()
+	}
+	if err := os.Rename(cfg.DataDir, to); err != nil {
+		return "", fmt.Errorf("move the data directory aside: %w", err)
+	}
+	return to, syncDir(filepath.Dir(cfg.DataDir))
+}
+
+func restoreSnapshot(ctx context.Context, lg *zap.Logger, store Store, cfg RestoreConfig) (Info, error) {
 	staging := filepath.Join(filepath.Dir(cfg.DataDir), "restore")
 	if err := os.RemoveAll(staging); err != nil {
-		return Info{}, false, err
+		return Info{}, err
 	}
 	if err := os.MkdirAll(staging, 0o700); err != nil {
-		return Info{}, false, err
+		return Info{}, err
 	}
 	defer func() { _ = os.RemoveAll(staging) }()
 	file := filepath.Join(staging, "snapshot.db")
 	if err := store.Get(ctx, cfg.Key, file); err != nil {
-		return Info{}, false, err
+		return Info{}, err
 	}
 	info, err := Verify(lg, file)
 	if err != nil {
-		return Info{}, false, err
+		return Info{}, err
 	}
 	info.Key, info.Location = cfg.Key, store.Location(cfg.Key)
 	out := filepath.Join(staging, "data")
@@ -245,19 +294,19 @@ func Restore(ctx context.Context, lg *zap.Logger, store Store, cfg RestoreConfig
 		InitialClusterToken: cfg.InitialClusterToken,
 	})
 	if err != nil {
-		return Info{}, false, fmt.Errorf("restore %s: %w", cfg.Key, err)
+		return Info{}, fmt.Errorf("restore %s: %w", cfg.Key, err)
 	}
 	// An empty data directory (a fresh volume's mount point, say) is replaced by the restored one.
 	if err := os.Remove(cfg.DataDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return Info{}, false, fmt.Errorf("data directory %s is not empty and holds no member: %w", cfg.DataDir, err)
+		return Info{}, fmt.Errorf("data directory %s is not empty and holds no member: %w", cfg.DataDir, err)
 	}
 	if err := os.Rename(out, cfg.DataDir); err != nil {
-		return Info{}, false, err
+		return Info{}, err
 	}
 	if err := os.Chmod(cfg.DataDir, 0o700); err != nil {
-		return Info{}, false, err
+		return Info{}, err
 	}
-	return info, true, syncDir(filepath.Dir(cfg.DataDir))
+	return info, syncDir(filepath.Dir(cfg.DataDir))
 }
 
 func randomSuffix() string {

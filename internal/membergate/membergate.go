@@ -17,7 +17,12 @@
 //   - a WAL while the configuration forces another member to start alone (a quorum-loss recovery: see
 //     EnvForceNewCluster): hold, exiting with HoldExitCode, so that this member never forces a cluster of
 //     its own; the kubelet runs the gate again, and once the operator has taken the instruction out, the
-//     first rule judges the data (by then the recovered member no longer lists it).
+//     first rule judges the data (by then the recovered member no longer lists it);
+//   - a WAL of the lost cluster while the configuration restores every member from a backup (a quorum-loss
+//     recovery: see EnvRestoreRecovery): start, so that the restore step, which runs next, moves the data
+//     aside and restores the snapshot. Peers must not judge it: those already restored are another
+//     cluster, and their answer would condemn data the restore keeps. A WAL the restore wrote (its member
+//     ID is the one the recovery's token gives this member) is judged by the first rule.
 package membergate
 
 import (
@@ -47,6 +52,9 @@ const (
 	// members' configuration for one start of the member EnvForceNewClusterMember names.
 	EnvForceNewCluster       = "ETCD_FORCE_NEW_CLUSTER"
 	EnvForceNewClusterMember = "FORCE_NEW_CLUSTER_MEMBER"
+	// EnvRestoreRecovery names, in the members' configuration, a quorum-loss recovery that restores every
+	// member from a backup under an initial cluster token that names it.
+	EnvRestoreRecovery = "RESTORE_RECOVERY"
 
 	stateNew      = "new"
 	stateExisting = "existing"
@@ -68,6 +76,9 @@ type Config struct {
 	// Name is the member's name (ETCD_NAME); ForcedMember, during a quorum-loss recovery, names the member
 	// the configuration forces to start alone ("" otherwise).
 	Name, ForcedMember string
+	// RestoreRecovery, during a quorum-loss recovery from a backup, names it ("" otherwise); Token is the
+	// initial cluster token (ETCD_INITIAL_CLUSTER_TOKEN) the restore gives the member's new data.
+	RestoreRecovery, Token string
 
 	// Interval between polls while waiting (default 1 s); RequestTimeout bounds one peer's answer
 	// (default 3 s).
@@ -84,7 +95,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if dataDir == "" || adv == "" {
 		return Config{}, errors.New("ETCD_DATA_DIR and ETCD_INITIAL_ADVERTISE_PEER_URLS must be set")
 	}
-	cfg := Config{WALDir: getenv("ETCD_WAL_DIR"), State: getenv("ETCD_INITIAL_CLUSTER_STATE"), PeerURLs: splitList(adv), Name: getenv("ETCD_NAME")}
+	cfg := Config{WALDir: getenv("ETCD_WAL_DIR"), State: getenv("ETCD_INITIAL_CLUSTER_STATE"), PeerURLs: splitList(adv), Name: getenv("ETCD_NAME"),
+		RestoreRecovery: getenv(EnvRestoreRecovery), Token: getenv("ETCD_INITIAL_CLUSTER_TOKEN")}
 	if strings.EqualFold(getenv(EnvForceNewCluster), "true") {
 		if cfg.ForcedMember = getenv(EnvForceNewClusterMember); cfg.ForcedMember == "" {
 			return Config{}, fmt.Errorf("%s is set without %s: which member is to start alone is unknown", EnvForceNewCluster, EnvForceNewClusterMember)
@@ -212,6 +224,8 @@ func Check(ctx context.Context, cfg Config) (Decision, error) {
 	case hasWAL && cfg.ForcedMember != "":
 		// Its peers cannot judge it: it is about to become the cluster's only member.
 		return Decision{Start: true, Reason: fmt.Sprintf("data of member %x, which the operator restarts alone with --force-new-cluster", md.MemberID)}, nil
+	case hasWAL && cfg.RestoreRecovery != "":
+		return checkDataDuringRestore(ctx, cfg, md)
 	case hasWAL:
 		return checkOwnData(ctx, cfg, md), nil
 	case cfg.State != stateExisting:
@@ -234,6 +248,20 @@ func checkOwnData(ctx context.Context, cfg Config, md WALMetadata) Decision {
 	d := judgeData(md, list)
 	lg.Info("judged the data directory", zap.String("peer", list.From), zap.Bool("start", d.Start), zap.String("reason", d.Reason))
 	return d
+}
+
+// checkDataDuringRestore: while every member restores from a backup, data the restore wrote for this
+// member is judged as usual; any other data is the lost cluster's, which the restore step moves aside.
+func checkDataDuringRestore(ctx context.Context, cfg Config, md WALMetadata) (Decision, error) {
+	restored, err := BootstrapMemberID(cfg.Name, cfg.PeerURLs, cfg.Token)
+	if err != nil {
+		return Decision{}, fmt.Errorf("%s: %w", EnvRestoreRecovery, err)
+	}
+	if md.MemberID == restored {
+		return checkOwnData(ctx, cfg, md), nil
+	}
+	return Decision{Start: true, Reason: fmt.Sprintf("data of member %x of the lost cluster: recovery %s restores a backup, and its restore step moves this data aside",
+		md.MemberID, cfg.RestoreRecovery)}, nil
 }
 
 // judgeData compares the WAL's identity with a peer's member list.

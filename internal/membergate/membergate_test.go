@@ -268,6 +268,31 @@ func TestDataDirectories(t *testing.T) {
 		}
 	})
 
+	t.Run("data during a restore from a backup", func(t *testing.T) {
+		// The lost cluster's data (any other member's) starts, for the restore step to move it aside: the
+		// peers that answer are the restored cluster, and their verdict would condemn it.
+		other := startCluster(t, "gate-lost", 1, nil)
+		client(t, other, nil, 0)
+		other.Stop(0)
+		e := env(c, 0, "new", ordinals(3))
+		e["ETCD_DATA_DIR"] = other.DataDir(0)
+		e["ETCD_NAME"], e["ETCD_INITIAL_ADVERTISE_PEER_URLS"] = other.MemberName(0), other.PeerURL(0)
+		e[EnvRestoreRecovery], e["ETCD_INITIAL_CLUSTER_TOKEN"] = "restore-1", "gate-lost/restore-1"
+		cfg, _ := gateConfig(t, e)
+		d, err := checkWithin(cfg, 20*time.Second)
+		if err != nil || !d.Start || !strings.Contains(d.Reason, "of the lost cluster: recovery restore-1 restores a backup") {
+			t.Fatalf("the lost cluster's data during a restore: got %+v, %v; want start, for the restore step", d, err)
+		}
+		// Data the restore wrote (its member ID is the one the token gives the member) is judged as ever:
+		// removed member 2's data, under the token that made it, is refused.
+		e = env(c, 2, "new", ordinals(3))
+		e[EnvRestoreRecovery], e["ETCD_INITIAL_CLUSTER_TOKEN"] = "restore-1", c.Name
+		cfg, _ = gateConfig(t, e)
+		if d, err := checkWithin(cfg, 20*time.Second); err != nil || d.Start || !strings.Contains(d.Reason, "does not list") {
+			t.Fatalf("restored data of a removed member: got %+v, %v; want a refusal", d, err)
+		}
+	})
+
 	t.Run("no peer answers", func(t *testing.T) {
 		// The whole cluster restarts: every member needs its own data, and nobody can say otherwise.
 		c.Close()

@@ -10,6 +10,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/client/pkg/v3/fileutil"
+	"go.etcd.io/etcd/client/pkg/v3/types"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/membership"
 	"go.etcd.io/etcd/server/v3/storage/wal"
 	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
 	"google.golang.org/protobuf/proto"
@@ -23,6 +25,16 @@ func WALDir(dataDir string) string { return filepath.Join(dataDir, "member", "wa
 type WALMetadata struct {
 	MemberID  uint64
 	ClusterID uint64
+}
+
+// BootstrapMemberID is the ID etcd gives a member it bootstraps (or restores from a snapshot) under the
+// given peer URLs and initial cluster token: a member's data tells by its ID which bootstrap made it.
+func BootstrapMemberID(name string, peerURLs []string, token string) (uint64, error) {
+	urls, err := types.NewURLs(peerURLs)
+	if err != nil {
+		return 0, err
+	}
+	return uint64(membership.NewMember(name, urls, token, nil).ID), nil
 }
 
 // walSegments lists the WAL's segment files, newest first. Names are <seq>-<index>.wal in fixed-width

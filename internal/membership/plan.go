@@ -58,6 +58,8 @@ type Pod struct {
 	// GateHoldsForRecovery: the pod's member gate keeps etcd from starting on its data while the
 	// configuration forces another member to start alone (a gate from before quorum-loss recovery does not).
 	GateHoldsForRecovery bool
+	// RestoreRecovery is the recovery from a backup the pod's restore step is for ("" for none).
+	RestoreRecovery string
 }
 
 // Volume is a member's data claim as observed.
@@ -177,6 +179,8 @@ type Config struct {
 	State   string
 	// ForceNewCluster, during a quorum-loss recovery, restarts one member alone (nil otherwise).
 	ForceNewCluster *ForceNewCluster
+	// Restore, during a quorum-loss recovery from a backup, restores every member (nil otherwise).
+	Restore *RestoreRecovery
 }
 
 // ConfigMember is one entry of the initial cluster list.

@@ -13,6 +13,14 @@ import (
 type Recovery struct {
 	// FromSurvivor: the spec allows rebuilding the cluster from its best surviving member.
 	FromSurvivor bool
+	// FromBackup: the spec allows rebuilding the cluster from its newest backup (restore.go).
+	FromBackup bool
+	// Backup is the newest backup of the cluster that a restore can read (nil when there is none).
+	Backup *Backup
+	// Restoring is the configuration's record of a restore from a backup under way (nil when none).
+	Restoring *RestoreRecovery
+	// TemplateRestores is the recovery the members' pod template restores for ("" for none).
+	TemplateRestores string
 	// After is how long the majority must have been lost first.
 	After time.Duration
 	// LostSince is when the majority was found lost (zero while it is not).
@@ -72,7 +80,10 @@ func recoverQuorum(o Observed) (Decision, bool) {
 	if rc.Forcing != nil {
 		return continueForcedStart(o), true
 	}
-	if !rc.FromSurvivor || rc.LostSince.IsZero() || len(rc.Voters) == 0 {
+	if rc.Restoring != nil {
+		return continueRestore(o, *rc.Restoring), true
+	}
+	if !rc.FromSurvivor && !rc.FromBackup || rc.LostSince.IsZero() || len(rc.Voters) == 0 {
 		return Decision{}, false
 	}
 	wait, _ := unreachable(o)
@@ -88,9 +99,16 @@ func recoverQuorum(o Observed) (Decision, bool) {
 		return wait, true
 	}
 	if at := rc.LostSince.Add(rc.After); o.Now.Before(at) {
-		wait.Message = fmt.Sprintf("etcd has no quorum and only %d of %d voters hold their data; recovering from a survivor at %s unless the majority comes back",
-			withData, len(rc.Voters), at.UTC().Format(time.RFC3339))
+		from := "a survivor"
+		if rc.FromBackup {
+			from = "the newest backup"
+		}
+		wait.Message = fmt.Sprintf("etcd has no quorum and only %d of %d voters hold their data; recovering from %s at %s unless the majority comes back",
+			withData, len(rc.Voters), from, at.UTC().Format(time.RFC3339))
 		return wait, true
+	}
+	if rc.FromBackup {
+		return startRestore(o, wait), true
 	}
 	s, ok := bestSurvivor(rc)
 	if !ok {

@@ -16,7 +16,8 @@ type rule struct {
 
 // rules of a reachable cluster, in the order they are tried (bootstrap, quorum-loss recovery and unreachable
 // come first, in Plan):
-//  0. end a quorum-loss recovery's forced start: take --force-new-cluster out of the configuration;
+//  0. end a quorum-loss recovery: once every member restored from the backup and is healthy, or the
+//     forced member answers, the recovery's record leaves the configuration;
 //  1. restart a pod that cannot run etcd on an outdated template (a reverted version), onto the current one;
 //  2. finish a replacement in progress (remove the member, then its data), or call it off if it recovered;
 //  3. wipe a volume the member gate refused (it holds a removed member's data);
@@ -28,6 +29,7 @@ type rule struct {
 //  9. roll outdated pods one at a time, followers first and the leader last;
 //  10. otherwise stable (or waiting for unhealthy members).
 var rules = []rule{
+	{"end restore", endRestore},
 	{"end forced start", endForcedStart},
 	{"restart stuck pod", restartStuckPod},
 	{"finish replacement", finishReplacement},

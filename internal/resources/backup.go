@@ -28,6 +28,8 @@ const (
 	BackupContainerName = "backup"
 	// RestoreContainerName is the init container that restores a member's data before etcd first starts.
 	RestoreContainerName = "restore"
+	// RestoreRecoveryFlag, on the restore container, names the quorum-loss recovery it restores for.
+	RestoreRecoveryFlag = "--recovery="
 
 	backupMountPath  = "/backups"
 	stagingMountPath = "/staging"
@@ -244,6 +246,9 @@ func BackupJob(c *etcdv1alpha1.EtcdCluster, b *etcdv1alpha1.EtcdBackup, o Option
 type RestoreSource struct {
 	Destination etcdv1alpha1.BackupDestination
 	Key         string
+	// Recovery names a quorum-loss recovery from this snapshot: the member's data of the lost cluster is
+	// moved aside on its volume and the snapshot restored ("" for a new cluster's bootstrap).
+	Recovery string
 }
 
 // restoreInitContainer restores the member's data directory from the snapshot before etcd first starts.
@@ -253,6 +258,9 @@ type RestoreSource struct {
 func restoreInitContainer(c *etcdv1alpha1.EtcdCluster, etcd *corev1ac.ContainerApplyConfiguration, src RestoreSource, o Options) (*corev1ac.ContainerApplyConfiguration, []*corev1ac.VolumeApplyConfiguration) {
 	volumes, mounts := destinationVolumes(src.Destination, true)
 	args := append([]string{"restore", "--key=" + src.Key}, destinationArgs(src.Destination)...)
+	if src.Recovery != "" {
+		args = append(args, RestoreRecoveryFlag+src.Recovery)
+	}
 	var env []*corev1ac.EnvVarApplyConfiguration
 	for i := range etcd.Env {
 		env = append(env, &etcd.Env[i])

@@ -24,6 +24,26 @@ type MemberConfig struct {
 	// (etcd's --force-new-cluster); the member gate holds every other member with data back meanwhile. It
 	// is in the configuration for as long as that one start takes, and never in the pod template.
 	ForceNewCluster *membership.ForceNewCluster
+	// Restore, during a quorum-loss recovery from a backup, has every member move its data aside and
+	// restore the snapshot, as a new cluster whose initial cluster token names the recovery.
+	Restore *membership.RestoreRecovery
+}
+
+// The restore recovery's record beside membergate.EnvRestoreRecovery: the snapshot and its revision.
+const (
+	restoreRecoveryFrom     = "RESTORE_RECOVERY_FROM"
+	restoreRecoveryRevision = "RESTORE_RECOVERY_REVISION"
+)
+
+// RestoreRecoveryOf reads a recovery from a backup back from the members' configuration (nil when there
+// is none).
+func RestoreRecoveryOf(data map[string]string) *membership.RestoreRecovery {
+	id := data[membergate.EnvRestoreRecovery]
+	if id == "" {
+		return nil
+	}
+	rev, _ := strconv.ParseInt(data[restoreRecoveryRevision], 10, 64)
+	return &membership.RestoreRecovery{ID: id, Location: data[restoreRecoveryFrom], Revision: rev}
 }
 
 // forceNewClusterOldPod records, beside the instruction, the pod that started without it.
@@ -59,7 +79,7 @@ func configData(c *etcdv1alpha1.EtcdCluster, mc MemberConfig) map[string]string 
 		"ETCD_LISTEN_METRICS_URLS":       fmt.Sprintf("http://0.0.0.0:%d", MetricsPort),
 		"ETCD_INITIAL_CLUSTER":           mc.InitialCluster,
 		"ETCD_INITIAL_CLUSTER_STATE":     mc.InitialClusterState,
-		"ETCD_INITIAL_CLUSTER_TOKEN":     c.Namespace + "/" + c.Name + "/" + string(c.UID),
+		"ETCD_INITIAL_CLUSTER_TOKEN":     initialClusterToken(c, mc.Restore),
 		"ETCD_AUTO_COMPACTION_MODE":      "periodic",
 		"ETCD_AUTO_COMPACTION_RETENTION": "1h",
 		"ETCD_QUOTA_BACKEND_BYTES":       strconv.FormatInt(QuotaBackendBytes(c), 10),
@@ -68,6 +88,11 @@ func configData(c *etcdv1alpha1.EtcdCluster, mc MemberConfig) map[string]string 
 		data[membergate.EnvForceNewCluster] = "true"
 		data[membergate.EnvForceNewClusterMember] = f.Member
 		data[forceNewClusterOldPod] = f.OldPod
+	}
+	if r := mc.Restore; r != nil {
+		data[membergate.EnvRestoreRecovery] = r.ID
+		data[restoreRecoveryFrom] = r.Location
+		data[restoreRecoveryRevision] = strconv.FormatInt(r.Revision, 10)
 	}
 	if TLSEnabled(c) {
 		maps.Copy(data, tlsConfigEnv(c))
@@ -81,6 +106,18 @@ func configData(c *etcdv1alpha1.EtcdCluster, mc MemberConfig) map[string]string 
 		}
 	}
 	return data
+}
+
+// initialClusterToken names the cluster object (its UID: a cluster deleted and created again under the same
+// name is another cluster) and, while members restore in a quorum-loss recovery, the recovery: etcd derives
+// member and cluster IDs from it, so the restored cluster shares no ID with the one that was lost. etcd
+// reads it only when it bootstraps a member, so the token going back afterwards changes nothing.
+func initialClusterToken(c *etcdv1alpha1.EtcdCluster, r *membership.RestoreRecovery) string {
+	token := c.Namespace + "/" + c.Name + "/" + string(c.UID)
+	if r != nil {
+		token += "/" + r.ID
+	}
+	return token
 }
 
 // peerSkipSANEnv names the setting that skips the peer address check: experimental before etcd 3.6.

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -346,5 +347,45 @@ func TestForceNewClusterRoundTrips(t *testing.T) {
 		if _, ok := plain[k]; ok {
 			t.Fatalf("configuration without the instruction has %s", k)
 		}
+	}
+}
+
+// TestRestoreRecoveryRoundTrips: a recovery from a backup is in the configuration the member gate and the
+// restore step read, with an initial cluster token that names it (so the restored members' IDs are new),
+// is read back as written, and leaves no trace in a configuration without it.
+func TestRestoreRecoveryRoundTrips(t *testing.T) {
+	c := designCluster()
+	rec := &membership.RestoreRecovery{ID: "restore-20261122T120500Z", Location: "pvc://design-etcd-backup/etcd-prod/design-etcd/scheduled/x-r42.db", Revision: 42}
+	mc := BootstrapConfig(c, 3, Options{})
+	plain := configData(c, mc)
+	mc.Restore = rec
+	data := configData(c, mc)
+	if got := RestoreRecoveryOf(data); got == nil || *got != *rec {
+		t.Fatalf("read back %+v, want %+v", got, rec)
+	}
+	if want := plain["ETCD_INITIAL_CLUSTER_TOKEN"] + "/" + rec.ID; data["ETCD_INITIAL_CLUSTER_TOKEN"] != want {
+		t.Fatalf("token %q during the recovery, want %q", data["ETCD_INITIAL_CLUSTER_TOKEN"], want)
+	}
+	if got := RestoreRecoveryOf(plain); got != nil {
+		t.Fatalf("read back %+v from a configuration without a recovery", got)
+	}
+	for _, k := range []string{membergate.EnvRestoreRecovery, restoreRecoveryFrom, restoreRecoveryRevision} {
+		if _, ok := plain[k]; ok {
+			t.Fatalf("configuration without a recovery has %s", k)
+		}
+	}
+	// The restore step names the recovery it is for: that is how a pod that restores for it is told
+	// apart from one still running on the lost cluster's data.
+	src := RestoreSource{Destination: etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCBackupDestination{ClaimName: "design-etcd-backup"}},
+		Key: "etcd-prod/design-etcd/scheduled/x-r42.db", Recovery: rec.ID}
+	sts := StatefulSet(c, 3, Options{OperatorImage: "operator:test"}, &src, MemberGate{})
+	var args []string
+	for _, ic := range sts.Spec.Template.Spec.InitContainers {
+		if *ic.Name == RestoreContainerName {
+			args = ic.Args
+		}
+	}
+	if !slices.Contains(args, RestoreRecoveryFlag+rec.ID) {
+		t.Fatalf("restore step args %v lack %s%s", args, RestoreRecoveryFlag, rec.ID)
 	}
 }

@@ -197,3 +197,12 @@ func waitPodReplaced(ns, name string, oldUID string, timeout time.Duration) {
 		g.Expect(framework.PodReady(p)).To(BeTrue())
 	}).WithTimeout(timeout).WithPolling(500 * time.Millisecond).Should(Succeed())
 }
+
+// podNamed is the pod ns/name, or nil while it does not exist.
+func podNamed(ns, name string) *corev1.Pod {
+	p := &corev1.Pod{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
+		return nil
+	}
+	return p
+}

@@ -167,6 +167,108 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 		Expect(strings.TrimSpace(events)).NotTo(BeEmpty(), "the recovery step is an event")
 	})
 
+	It("recovers from the newest backup when two of three members lose their data, keeping the survivor's data aside", func() {
+		ns := fw.NewNamespace("recover-backup")
+		c := fw.NewCluster(ns, "rb", etcdVersion, 3)
+		c.Spec.BackupSchedule = ""
+		c.Spec.Recovery = etcdv1alpha1.RecoverySpec{QuorumLoss: etcdv1alpha1.QuorumLossFromBackup, After: &metav1.Duration{Duration: 30 * time.Second}}
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		fw.WaitAvailable(c, 5*time.Minute)
+		Eventually(func(g Gomega) {
+			members := fw.GetCluster(c).Status.Members
+			g.Expect(members).To(HaveLen(3))
+			for _, m := range members {
+				g.Expect(m.VolumeClaimUID).NotTo(BeEmpty(), m.Name)
+			}
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		ids := memberIDsByName(c, 3)
+		oldCluster := clusterID(c)
+		inBackup, _ := writeKeys(c, "/e2e/in-backup", 300)
+
+		By("taking an on-demand backup, then writing past it")
+		b := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "newest"},
+			Spec: etcdv1alpha1.EtcdBackupSpec{ClusterName: c.Name}}
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		waitBackupSucceeded(b)
+		putGet(c, "/e2e/after-backup", "lost-with-the-majority")
+
+		By("deleting two members' claims and pods at once")
+		start := time.Now()
+		lost := []string{c.Name + "-1", c.Name + "-2"}
+		for _, name := range lost {
+			_, err := fw.Kubectl("delete", "pvc", "-n", ns, "data-"+name, "--wait=false")
+			Expect(err).NotTo(HaveOccurred())
+		}
+		_, err := fw.Kubectl(append([]string{"delete", "pod", "-n", ns, "--wait=false"}, lost...)...)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			avail := meta.FindStatusCondition(fw.GetCluster(c).Status.Conditions, etcdv1alpha1.ConditionAvailable)
+			g.Expect(avail).NotTo(BeNil())
+			g.Expect(avail.Reason).To(Equal("QuorumLost"))
+		}).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		framework.ReportDuration("quorum loss reported", time.Since(start))
+
+		By("the operator restoring every member from the backup")
+		// The survivor's restore step reports where it moved the lost cluster's data (its pod is rolled
+		// off the restore step soon after the recovery, so it is read while the recovery runs).
+		movedAside := ""
+		Eventually(func(g Gomega) {
+			if p := podNamed(ns, c.Name+"-0"); p != nil && movedAside == "" {
+				for _, cs := range p.Status.InitContainerStatuses {
+					if t := cs.State.Terminated; cs.Name == "restore" && t != nil && strings.Contains(t.Message, `"movedAside"`) {
+						movedAside = t.Message
+					}
+				}
+			}
+			rec := fw.GetCluster(c).Status.LastRecovery
+			g.Expect(rec).NotTo(BeNil())
+			g.Expect(rec.Strategy).To(Equal(etcdv1alpha1.QuorumLossFromBackup))
+			g.Expect(rec.Source).To(Equal(b.Status.Location))
+			g.Expect(rec.Revision).To(Equal(b.Status.Revision))
+		}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		framework.ReportDuration("restored from the backup (FromBackup, after: 30s)", time.Since(start))
+		Expect(movedAside).To(ContainSubstring(`"movedAside":"/var/lib/etcd/lost-before-restore-`), "the survivor's data of the lost cluster is kept on its volume")
+		fw.WaitAvailable(c, 5*time.Minute)
+		expectVotingMembers(c, memberNames(c, 3), 3*time.Minute)
+		framework.ReportDuration("Available with 3 voting members (FromBackup)", time.Since(start))
+		now := memberIDsByName(c, 3)
+		for name, id := range ids {
+			Expect(now[name]).NotTo(Equal(id), "%s is a member of the restored cluster, not of the lost one", name)
+		}
+		Expect(clusterID(c)).NotTo(Equal(oldCluster), "the restored cluster has a cluster ID of its own")
+		expectKeys(c, "/e2e/in-backup", inBackup)
+		out, err := etcdctl(c, c.Name+"-0", "--endpoints="+localURL(c), "get", "/e2e/after-backup", "--print-value-only")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(strings.TrimSpace(out)).To(BeEmpty(), "a write after the backup's revision came back")
+		cm := &corev1.ConfigMap{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Name + "-config"}, cm)).To(Succeed())
+		Expect(cm.Data).NotTo(HaveKey("RESTORE_RECOVERY"), "the recovery's record is out of the configuration")
+		Expect(cm.Data["ETCD_INITIAL_CLUSTER_STATE"]).To(Equal("existing"))
+		events, err := fw.Kubectl("get", "events", "-n", ns, "--field-selector", "reason=QuorumRecovered", "-o", "jsonpath={.items[*].message}")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(events).To(ContainSubstring("restored from "+b.Status.Location), "the end of the recovery is an event")
+
+		By("the survivor's data of the lost cluster is kept on its volume, and the members roll off the restore step")
+		w := fw.StartWriter(c, "/e2e/recover-backup")
+		Eventually(func(g Gomega) {
+			pods := fw.MemberPods(c)
+			g.Expect(pods).To(HaveLen(3))
+			for _, p := range pods {
+				for _, ic := range p.Spec.InitContainers {
+					g.Expect(ic.Name).NotTo(Equal("restore"), "pod %s still restores", p.Name)
+				}
+			}
+		}).WithTimeout(5 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		fw.WaitAvailable(c, 5*time.Minute)
+		expectVotingMembers(c, memberNames(c, 3), 2*time.Minute)
+		framework.ReportDuration("recovered members rolled off the restore", time.Since(start))
+		Expect(fw.GetCluster(c).Status.Members).To(HaveLen(3))
+		Expect(memberIDsByName(c, 3)).To(Equal(now), "rolling off the restore step replaced no member")
+		expectKeys(c, "/e2e/in-backup", inBackup)
+		w.WaitProgress(20, time.Minute)
+		w.StopAndVerify(c)
+	})
+
 	It("refuses to start a cluster recreated from a backup over the old cluster's claims, then restores onto new ones", func() {
 		ns := fw.NewNamespace("phoenix")
 		c := fw.NewCluster(ns, "phoenix", etcdVersion, 3)

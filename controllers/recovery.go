@@ -1,0 +1,150 @@
+package controllers
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/backup"
+	"github.com/seedops/etcd-operator/internal/membership"
+	"github.com/seedops/etcd-operator/internal/resources"
+)
+
+// recoveryBackup is a snapshot of the cluster that a quorum-loss recovery from a backup can restore.
+type recoveryBackup struct {
+	membership.Backup
+	source   resources.RestoreSource
+	finished time.Time
+}
+
+// recoveryBackups are the cluster's snapshots a restore can read: its Succeeded EtcdBackups, and the last
+// successful backup status reports (a scheduled one, on the cluster's backup destination). Listed only
+// when the spec allows a recovery from a backup or one is under way.
+func (r *EtcdClusterReconciler) recoveryBackups(ctx context.Context, c *etcdv1alpha1.EtcdCluster, restoring *membership.RestoreRecovery) ([]recoveryBackup, error) {
+	if c.Spec.Recovery.QuorumLoss != etcdv1alpha1.QuorumLossFromBackup && restoring == nil {
+		return nil, nil
+	}
+	list := &etcdv1alpha1.EtcdBackupList{}
+	if err := r.List(ctx, list, client.InNamespace(c.Namespace)); err != nil {
+		return nil, err
+	}
+	var out []recoveryBackup
+	for i := range list.Items {
+		b := &list.Items[i]
+		st := b.Status
+		if b.Spec.ClusterName != c.Name || st.Phase != etcdv1alpha1.BackupSucceeded || st.Destination == nil || st.Key == "" || st.CompletionTime == nil {
+			continue
+		}
+		out = append(out, recoveryBackup{Backup: membership.Backup{Location: st.Location, Revision: st.Revision},
+			source: resources.RestoreSource{Destination: *st.Destination, Key: st.Key}, finished: st.CompletionTime.Time})
+	}
+	if b, ok := lastReportedBackup(c); ok {
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// lastReportedBackup is status's last successful backup, when its location is on the cluster's backup
+// destination (a scheduled backup's always is; an EtcdBackup elsewhere is listed by itself).
+func lastReportedBackup(c *etcdv1alpha1.EtcdCluster) (recoveryBackup, bool) {
+	loc, at := c.Status.LastBackupLocation, c.Status.LastBackupTime
+	if loc == "" || at == nil {
+		return recoveryBackup{}, false
+	}
+	dest := resources.BackupDestination(c, nil)
+	var src resources.RestoreSource
+	switch {
+	case dest.S3 != nil && strings.HasPrefix(loc, "s3://"+dest.S3.Bucket+"/"):
+		src = resources.RestoreSource{Destination: dest, Key: strings.TrimPrefix(loc, "s3://"+dest.S3.Bucket+"/")}
+	case dest.PVC != nil && strings.HasPrefix(loc, "pvc://"+dest.PVC.ClaimName+"/"):
+		src = resources.RestoreSource{Destination: dest, Key: strings.TrimPrefix(loc, "pvc://"+dest.PVC.ClaimName+"/")}
+	default:
+		return recoveryBackup{}, false
+	}
+	rev, ok := backup.RevisionOf(c.Name, src.Key)
+	if !ok {
+		return recoveryBackup{}, false
+	}
+	return recoveryBackup{Backup: membership.Backup{Location: loc, Revision: rev}, source: src, finished: at.Time}, true
+}
+
+// newestBackup is the backup a recovery starts from: the newest, so the fewest writes are lost.
+func newestBackup(backups []recoveryBackup) *membership.Backup {
+	if len(backups) == 0 {
+		return nil
+	}
+	b := slices.MaxFunc(backups, func(a, b recoveryBackup) int {
+		if c := a.finished.Compare(b.finished); c != 0 {
+			return c
+		}
+		return int(a.Revision - b.Revision)
+	})
+	return &b.Backup
+}
+
+// recoverySource is where the restore step of recovery rec reads its snapshot (nil when no backup of the
+// cluster is at the recorded location any more).
+func recoverySource(backups []recoveryBackup, rec membership.RestoreRecovery) *resources.RestoreSource {
+	for _, b := range backups {
+		if b.Location == rec.Location {
+			src := b.source
+			src.Recovery = rec.ID
+			return &src
+		}
+	}
+	return nil
+}
+
+// restoreRecoveryOf is the quorum-loss recovery a member pod spec's restore step is for ("" for none).
+func restoreRecoveryOf(spec *corev1.PodSpec) string {
+	for i := range spec.InitContainers {
+		if spec.InitContainers[i].Name != resources.RestoreContainerName {
+			continue
+		}
+		for _, a := range spec.InitContainers[i].Args {
+			if id, ok := strings.CutPrefix(a, resources.RestoreRecoveryFlag); ok {
+				return id
+			}
+		}
+	}
+	return ""
+}
+
+// recoveryRecord is the recovery from a backup the members' configuration records after this reconcile.
+func (s *reconcileScope) recoveryRecord() *membership.RestoreRecovery {
+	if cfg := s.decision.Config; cfg != nil {
+		return cfg.Restore
+	}
+	return s.obs.restoring
+}
+
+// templateRestore is the restore step the members' template carries: a recovery's, while one is recorded,
+// else the bootstrap's until every member restored it.
+func (s *reconcileScope) templateRestore() *resources.RestoreSource {
+	if rec := s.recoveryRecord(); rec != nil {
+		return recoverySource(s.obs.recoveryBackups, *rec)
+	}
+	return restoreInTemplate(s.cluster, s.obs.restore)
+}
+
+// finishedRecovery is the recovery this reconcile's decision ends (nil when none): the configuration's
+// record of it goes, with etcd answering.
+func finishedRecovery(obs observation, d membership.Decision, now time.Time) *etcdv1alpha1.RecoveryStatus {
+	if !obs.reachable || d.Config == nil {
+		return nil
+	}
+	switch {
+	case obs.restoring != nil && d.Config.Restore == nil:
+		return &etcdv1alpha1.RecoveryStatus{Strategy: etcdv1alpha1.QuorumLossFromBackup, Time: metav1.NewTime(now),
+			Source: obs.restoring.Location, Revision: obs.restoring.Revision}
+	case obs.forcing != nil && d.Config.ForceNewCluster == nil:
+		return &etcdv1alpha1.RecoveryStatus{Strategy: etcdv1alpha1.QuorumLossFromSurvivor, Time: metav1.NewTime(now), Source: obs.forcing.Member}
+	}
+	return nil
+}
