@@ -168,7 +168,9 @@ func runRestore(args []string) int {
 		return fail(errors.New("ETCD_DATA_DIR, ETCD_NAME, ETCD_INITIAL_ADVERTISE_PEER_URLS and ETCD_INITIAL_CLUSTER must be set"))
 	}
 	// Only a bootstrapping member restores: one that joins a running cluster must start empty and catch up.
-	if state := os.Getenv("ETCD_INITIAL_CLUSTER_STATE"); state != membership.StateNew {
+	// In a quorum-loss recovery every member restores (the configuration says "existing" then, so that
+	// nothing bootstraps an empty member).
+	if state := os.Getenv("ETCD_INITIAL_CLUSTER_STATE"); state != membership.StateNew && recovery == "" {
 		report(map[string]any{"restored": false, "reason": "member joins an existing cluster (initial cluster state " + state + ")"})
 		return 0
 	}

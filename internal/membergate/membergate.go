@@ -18,11 +18,12 @@
 //     EnvForceNewCluster): hold, exiting with HoldExitCode, so that this member never forces a cluster of
 //     its own; the kubelet runs the gate again, and once the operator has taken the instruction out, the
 //     first rule judges the data (by then the recovered member no longer lists it);
-//   - a WAL of the lost cluster while the configuration restores every member from a backup (a quorum-loss
-//     recovery: see EnvRestoreRecovery): start, so that the restore step, which runs next, moves the data
-//     aside and restores the snapshot. Peers must not judge it: those already restored are another
-//     cluster, and their answer would condemn data the restore keeps. A WAL the restore wrote (its member
-//     ID is the one the recovery's token gives this member) is judged by the first rule.
+//   - in a pod that restores a backup for a quorum-loss recovery (see EnvRestoreRecovery), a WAL of the
+//     lost cluster, or no WAL: start, so that the restore step, which runs next, moves the data aside and
+//     restores the snapshot. Peers must not judge it: those already restored are another cluster, and
+//     their answer would condemn data the restore keeps; and no member is added for an empty directory to
+//     wait for. A WAL the restore wrote (its member ID is the one the recovery's token gives this member)
+//     is judged by the first rule.
 package membergate
 
 import (
@@ -52,9 +53,11 @@ const (
 	// members' configuration for one start of the member EnvForceNewClusterMember names.
 	EnvForceNewCluster       = "ETCD_FORCE_NEW_CLUSTER"
 	EnvForceNewClusterMember = "FORCE_NEW_CLUSTER_MEMBER"
-	// EnvRestoreRecovery names, in the members' configuration, a quorum-loss recovery that restores every
-	// member from a backup under an initial cluster token that names it.
-	EnvRestoreRecovery = "RESTORE_RECOVERY"
+	// EnvRestoreRecovery, on the gate container of a pod whose restore step restores for a quorum-loss
+	// recovery from a backup, names that recovery. The pod template sets it, not the shared
+	// configuration: only a pod that restores may let the lost cluster's data, or an empty directory,
+	// through at once.
+	EnvRestoreRecovery = "MEMBER_GATE_RESTORE_RECOVERY"
 
 	stateNew      = "new"
 	stateExisting = "existing"
@@ -228,6 +231,8 @@ func Check(ctx context.Context, cfg Config) (Decision, error) {
 		return checkDataDuringRestore(ctx, cfg, md)
 	case hasWAL:
 		return checkOwnData(ctx, cfg, md), nil
+	case cfg.RestoreRecovery != "":
+		return Decision{Start: true, Reason: fmt.Sprintf("empty data directory: recovery %s restores a backup into it", cfg.RestoreRecovery)}, nil
 	case cfg.State != stateExisting:
 		return Decision{Start: true, Reason: "empty data directory and initial cluster state " + cfg.State + ": the cluster bootstraps"}, nil
 	default:

@@ -274,7 +274,7 @@ func TestDataDirectories(t *testing.T) {
 		other := startCluster(t, "gate-lost", 1, nil)
 		client(t, other, nil, 0)
 		other.Stop(0)
-		e := env(c, 0, "new", ordinals(3))
+		e := env(c, 0, "existing", ordinals(3))
 		e["ETCD_DATA_DIR"] = other.DataDir(0)
 		e["ETCD_NAME"], e["ETCD_INITIAL_ADVERTISE_PEER_URLS"] = other.MemberName(0), other.PeerURL(0)
 		e[EnvRestoreRecovery], e["ETCD_INITIAL_CLUSTER_TOKEN"] = "restore-1", "gate-lost/restore-1"
@@ -285,11 +285,20 @@ func TestDataDirectories(t *testing.T) {
 		}
 		// Data the restore wrote (its member ID is the one the token gives the member) is judged as ever:
 		// removed member 2's data, under the token that made it, is refused.
-		e = env(c, 2, "new", ordinals(3))
+		e = env(c, 2, "existing", ordinals(3))
 		e[EnvRestoreRecovery], e["ETCD_INITIAL_CLUSTER_TOKEN"] = "restore-1", c.Name
 		cfg, _ = gateConfig(t, e)
 		if d, err := checkWithin(cfg, 20*time.Second); err != nil || d.Start || !strings.Contains(d.Reason, "does not list") {
 			t.Fatalf("restored data of a removed member: got %+v, %v; want a refusal", d, err)
+		}
+		// An empty directory starts at once (the restore fills it): with state existing, a pod without
+		// the restore step would wait for its member to be added.
+		e = env(c, 2, "existing", ordinals(3))
+		e["ETCD_DATA_DIR"] = t.TempDir()
+		e[EnvRestoreRecovery] = "restore-1"
+		cfg, _ = gateConfig(t, e)
+		if d, err := checkWithin(cfg, 5*time.Second); err != nil || !d.Start || !strings.Contains(d.Reason, "recovery restore-1 restores a backup into it") {
+			t.Fatalf("empty directory during a restore: got %+v, %v; want start", d, err)
 		}
 	})
 

@@ -99,9 +99,13 @@ func endRestore(o Observed, v view) (Decision, bool) {
 		Message: fmt.Sprintf("restored from %s (revision %d): %d members, every one healthy", rec.Location, rec.Revision, len(v.ours))}, true
 }
 
-// restoreConfig bootstraps members 0..n-1 from the snapshot together, as a new cluster.
+// restoreConfig lists members 0..n-1, the initial cluster every member's restore step writes into its data.
+// The state stays "existing": nothing may bootstrap a new cluster during a recovery. A pod from before the
+// recovery's template whose etcd starts empty meanwhile (its member gate found its member in the restored
+// cluster, added and not started) joins that cluster and receives the restored data from its leader; with
+// "new" it would bootstrap the same member ID with an empty database and could lead the restored members.
 func restoreConfig(n int, rec RestoreRecovery) *Config {
-	cfg := &Config{State: StateNew, Restore: &rec}
+	cfg := &Config{State: StateExisting, Restore: &rec}
 	for _, ord := range seq(n) {
 		cfg.Members = append(cfg.Members, ConfigMember{Ordinal: ord})
 	}

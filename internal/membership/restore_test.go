@@ -98,8 +98,8 @@ func TestQuorumLossRecoveryFromBackup(t *testing.T) {
 	})
 }
 
-// TestRestoreRecoveryConfiguration: the restore bootstraps every member as a new cluster under the
-// recovery's record, keeps that record until the restored members are healthy and their claims record
+// TestRestoreRecoveryConfiguration: every member restores under the recovery's record (state existing:
+// nothing bootstraps), keeps that record until the restored members are healthy and their claims record
 // their new IDs, and only then returns to the ordinary configuration, with no step.
 func TestRestoreRecoveryConfiguration(t *testing.T) {
 	d := Plan(lostForBackup(time.Hour))
@@ -107,8 +107,8 @@ func TestRestoreRecoveryConfiguration(t *testing.T) {
 	if d.Config == nil || d.Config.Restore == nil || *d.Config.Restore != want {
 		t.Fatalf("config %+v: want the recovery %+v recorded", d.Config, want)
 	}
-	if got := d.Config.Ordinals(); len(got) != 3 || d.Config.State != StateNew || d.Config.ForceNewCluster != nil {
-		t.Fatalf("initial cluster %v (%s): want members 0-2 bootstrapping together", got, d.Config.State)
+	if got := d.Config.Ordinals(); len(got) != 3 || d.Config.State != StateExisting || d.Config.ForceNewCluster != nil {
+		t.Fatalf("initial cluster %v (%s): want members 0-2, existing (nothing bootstraps an empty member meanwhile)", got, d.Config.State)
 	}
 
 	o, rec := restoringFor(lostForBackup(time.Hour), 0, 1, 2)

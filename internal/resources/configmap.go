@@ -29,8 +29,10 @@ type MemberConfig struct {
 	Restore *membership.RestoreRecovery
 }
 
-// The restore recovery's record beside membergate.EnvRestoreRecovery: the snapshot and its revision.
+// The record of a recovery from a backup in the members' configuration: its name, the snapshot and its
+// revision. Members do not act on it (their pods' restore step and gate carry the recovery's name).
 const (
+	restoreRecoveryID       = "RESTORE_RECOVERY"
 	restoreRecoveryFrom     = "RESTORE_RECOVERY_FROM"
 	restoreRecoveryRevision = "RESTORE_RECOVERY_REVISION"
 )
@@ -38,7 +40,7 @@ const (
 // RestoreRecoveryOf reads a recovery from a backup back from the members' configuration (nil when there
 // is none).
 func RestoreRecoveryOf(data map[string]string) *membership.RestoreRecovery {
-	id := data[membergate.EnvRestoreRecovery]
+	id := data[restoreRecoveryID]
 	if id == "" {
 		return nil
 	}
@@ -90,7 +92,7 @@ func configData(c *etcdv1alpha1.EtcdCluster, mc MemberConfig) map[string]string 
 		data[forceNewClusterOldPod] = f.OldPod
 	}
 	if r := mc.Restore; r != nil {
-		data[membergate.EnvRestoreRecovery] = r.ID
+		data[restoreRecoveryID] = r.ID
 		data[restoreRecoveryFrom] = r.Location
 		data[restoreRecoveryRevision] = strconv.FormatInt(r.Revision, 10)
 	}

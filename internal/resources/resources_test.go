@@ -369,7 +369,7 @@ func TestRestoreRecoveryRoundTrips(t *testing.T) {
 	if got := RestoreRecoveryOf(plain); got != nil {
 		t.Fatalf("read back %+v from a configuration without a recovery", got)
 	}
-	for _, k := range []string{membergate.EnvRestoreRecovery, restoreRecoveryFrom, restoreRecoveryRevision} {
+	for _, k := range []string{restoreRecoveryID, restoreRecoveryFrom, restoreRecoveryRevision} {
 		if _, ok := plain[k]; ok {
 			t.Fatalf("configuration without a recovery has %s", k)
 		}
@@ -378,14 +378,34 @@ func TestRestoreRecoveryRoundTrips(t *testing.T) {
 	// apart from one still running on the lost cluster's data.
 	src := RestoreSource{Destination: etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCBackupDestination{ClaimName: "design-etcd-backup"}},
 		Key: "etcd-prod/design-etcd/scheduled/x-r42.db", Recovery: rec.ID}
-	sts := StatefulSet(c, 3, Options{OperatorImage: "operator:test"}, &src, MemberGate{})
+	sts := StatefulSet(c, 3, Options{OperatorImage: "operator:test"}, &src, CurrentMemberGate(Options{OperatorImage: "operator:test"}))
 	var args []string
+	gateEnv := map[string]string{}
 	for _, ic := range sts.Spec.Template.Spec.InitContainers {
-		if *ic.Name == RestoreContainerName {
+		switch *ic.Name {
+		case RestoreContainerName:
 			args = ic.Args
+		case MemberGateContainerName:
+			for _, e := range ic.Env {
+				if e.Value != nil {
+					gateEnv[*e.Name] = *e.Value
+				}
+			}
 		}
 	}
 	if !slices.Contains(args, RestoreRecoveryFlag+rec.ID) {
 		t.Fatalf("restore step args %v lack %s%s", args, RestoreRecoveryFlag, rec.ID)
+	}
+	// The gate of a pod that restores knows it (and only such a pod's gate: the template sets it).
+	if gateEnv[membergate.EnvRestoreRecovery] != rec.ID {
+		t.Fatalf("gate env %v: want %s=%s", gateEnv, membergate.EnvRestoreRecovery, rec.ID)
+	}
+	src.Recovery = ""
+	for _, ic := range StatefulSet(c, 3, Options{OperatorImage: "operator:test"}, &src, CurrentMemberGate(Options{OperatorImage: "operator:test"})).Spec.Template.Spec.InitContainers {
+		for _, e := range ic.Env {
+			if *e.Name == membergate.EnvRestoreRecovery {
+				t.Fatalf("a bootstrap restore's gate has %s", membergate.EnvRestoreRecovery)
+			}
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/membergate"
 )
 
 // etcdUID is the non-root user etcd runs as; fsGroup makes the data volume writable for it.
@@ -77,7 +78,11 @@ func podTemplate(c *etcdv1alpha1.EtcdCluster, o Options, restore *RestoreSource,
 	// The gate runs first, so it judges the directory as the pod found it; the restore only fills the
 	// empty directory of a bootstrapping member, which the gate lets through at once.
 	if gate.Image != "" {
-		spec.WithInitContainers(memberGateInitContainer(c, &spec.Containers[0], gate))
+		init := memberGateInitContainer(c, &spec.Containers[0], gate)
+		if restore != nil && restore.Recovery != "" {
+			init.WithEnv(corev1ac.EnvVar().WithName(membergate.EnvRestoreRecovery).WithValue(restore.Recovery))
+		}
+		spec.WithInitContainers(init)
 	}
 	if restore != nil {
 		init, volumes := restoreInitContainer(c, &spec.Containers[0], *restore, o)

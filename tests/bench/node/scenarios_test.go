@@ -126,40 +126,89 @@ func loseMember(t *testing.T, c *etcdv1alpha1.EtcdCluster, volume bool) float64 
 	return secs(time.Since(start))
 }
 
-// TestQuorumLoss: two of three members lose their pods and claims at once, with recovery FromSurvivor after
-// its shortest window (30 s). Time until Available again, and until then minus the window (what the
-// recovery itself takes: the survivor's forced restart and two members rejoining empty), next to a bare
-// member pod's restart in the same run.
+// TestQuorumLoss: two of three members lose their pods and claims at once, with each recovery strategy
+// after its shortest window (30 s): FromSurvivor, and FromBackup from an EtcdBackup taken just before. Time
+// until Available again (FromBackup: with the recovery reported done), and until then minus the window
+// (what the recovery itself takes), next to a bare member pod's restart in the same run.
 func TestQuorumLoss(t *testing.T) {
 	const after = 30 * time.Second
 	for range runs {
 		restart := bareMemberRestart(t)
-
-		c, done := startCluster(t, "quorum", etcdVersion, func(c *etcdv1alpha1.EtcdCluster) {
-			c.Spec.Recovery = etcdv1alpha1.RecoverySpec{QuorumLoss: etcdv1alpha1.QuorumLossFromSurvivor, After: &metav1.Duration{Duration: after}}
-		})
-		ns, ctx := c.Namespace, context.Background()
-		start := time.Now()
-		exclude := map[types.UID]bool{}
-		for _, i := range []int{1, 2} {
-			victim := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", c.Name, i)}}
-			if err := k8s.Get(ctx, client.ObjectKeyFromObject(victim), victim); err != nil {
-				t.Fatal(err)
+		for _, strategy := range []etcdv1alpha1.QuorumLossRecovery{etcdv1alpha1.QuorumLossFromSurvivor, etcdv1alpha1.QuorumLossFromBackup} {
+			took := loseMajority(t, strategy, after)
+			fromBackup := 0.0
+			if strategy == etcdv1alpha1.QuorumLossFromBackup {
+				fromBackup = 1
 			}
-			exclude[victim.UID] = true
-			pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data-" + victim.Name}}
-			if err := k8s.Delete(ctx, pvc); err != nil {
-				t.Fatal(err)
-			}
-			if err := k8s.Delete(ctx, victim); err != nil {
-				t.Fatal(err)
-			}
+			record(t, "quorumloss", map[string]float64{"barePodRestart": restart, "available": took, "afterWindow": took - after.Seconds(),
+				"fromBackup": fromBackup})
 		}
+	}
+}
+
+// loseMajority deletes members 1 and 2 of a new 3-member cluster recovering by strategy, with their claims,
+// and returns the seconds until it is Available again with the recovery done.
+func loseMajority(t *testing.T, strategy etcdv1alpha1.QuorumLossRecovery, after time.Duration) float64 {
+	c, done := startCluster(t, "quorum", etcdVersion, func(c *etcdv1alpha1.EtcdCluster) {
+		c.Spec.Recovery = etcdv1alpha1.RecoverySpec{QuorumLoss: strategy, After: &metav1.Duration{Duration: after}}
+	})
+	defer done()
+	ns, ctx := c.Namespace, context.Background()
+	if strategy == etcdv1alpha1.QuorumLossFromBackup {
+		takeBackup(t, c)
+	}
+	start := time.Now()
+	exclude := map[types.UID]bool{}
+	for _, i := range []int{1, 2} {
+		victim := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", c.Name, i)}}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(victim), victim); err != nil {
+			t.Fatal(err)
+		}
+		exclude[victim.UID] = true
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data-" + victim.Name}}
+		if err := k8s.Delete(ctx, pvc); err != nil {
+			t.Fatal(err)
+		}
+		if err := k8s.Delete(ctx, victim); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strategy == etcdv1alpha1.QuorumLossFromBackup {
+		// Every member restarts onto the backup; Available counts once the recovery is reported done.
+		cur := &etcdv1alpha1.EtcdCluster{}
+		err := waitFor(ctx, &etcdv1alpha1.EtcdClusterList{}, []client.ListOption{client.InNamespace(ns)}, 10*time.Minute, func() (bool, error) {
+			err := k8s.Get(ctx, client.ObjectKeyFromObject(c), cur)
+			return err == nil && cur.Status.LastRecovery != nil, err
+		})
+		if err != nil {
+			t.Fatalf("recovery from the backup: %v", err)
+		}
+	} else {
 		waitPodsReady(t, ns, c.Name, 3, exclude, 10*time.Minute)
-		waitAvailable(t, c, "", 10*time.Minute)
-		took := secs(time.Since(start))
-		done()
-		record(t, "quorumloss", map[string]float64{"barePodRestart": restart, "available": took, "afterWindow": took - after.Seconds()})
+	}
+	waitAvailable(t, c, "", 10*time.Minute)
+	return secs(time.Since(start))
+}
+
+// takeBackup takes an on-demand backup of c and waits until it succeeded.
+func takeBackup(t *testing.T, c *etcdv1alpha1.EtcdCluster) {
+	ctx := context.Background()
+	b := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: "before-loss"},
+		Spec: etcdv1alpha1.EtcdBackupSpec{ClusterName: c.Name}}
+	if err := k8s.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	err := waitFor(ctx, &etcdv1alpha1.EtcdBackupList{}, []client.ListOption{client.InNamespace(c.Namespace)}, 5*time.Minute, func() (bool, error) {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+			return false, err
+		}
+		if b.Status.Phase == etcdv1alpha1.BackupFailed {
+			return false, fmt.Errorf("backup failed: %s", b.Status.Error)
+		}
+		return b.Status.Phase == etcdv1alpha1.BackupSucceeded, nil
+	})
+	if err != nil {
+		t.Fatalf("backup before the loss: %v", err)
 	}
 }
 

@@ -235,9 +235,16 @@ func main() {
 			target{name: "HEAL POD+PVC < 60 S", measured: fmt.Sprintf("%.1f s", v.med), value: v.med, limit: 60, ok: v.med < 60, known: v.n > 0})
 	}
 	if haveQuorumLoss {
-		w("### Quorum loss, 3 members: two members' pods and claims deleted at once, `recovery.quorumLoss: FromSurvivor`, `after: 30s` (s)\n\n")
-		w("| until Available again | of which after the window | bare pod restart (same run) | load |\n|---|---|---|---|\n")
-		w("| %s | %s | %s | %s |\n\n", col(quorumLoss, "available", nil), col(quorumLoss, "afterWindow", nil), col(quorumLoss, "barePodRestart", nil), loads(quorumLoss))
+		w("### Quorum loss, 3 members: two members' pods and claims deleted at once, `recovery.after: 30s` (s)\n\n")
+		w("| recovery.quorumLoss | until Available again | of which after the window | bare pod restart (same run) |\n|---|---|---|---|\n")
+		for _, strategy := range []struct {
+			name       string
+			fromBackup float64
+		}{{"FromSurvivor", 0}, {"FromBackup (every member restores an on-demand backup)", 1}} {
+			keep := func(s sample) bool { return s["fromBackup"] == strategy.fromBackup }
+			w("| %s | %s | %s | %s |\n", strategy.name, col(quorumLoss, "available", keep), col(quorumLoss, "afterWindow", keep), col(quorumLoss, "barePodRestart", keep))
+		}
+		w("\nLoad: %s\n\n", loads(quorumLoss))
 	}
 	if haveNoSpace {
 		w("### Space quota reached, 3 members, 64Mi volumes (25.6 MiB quota) (s)\n\n")
