@@ -3,12 +3,14 @@ package controllers
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -394,4 +396,30 @@ func registrySeries(name string, c *etcdv1alpha1.EtcdCluster) int {
 		}
 	}
 	return n
+}
+
+// TestMetricsViewKeepsEverySeries: the collector keeps only a view of each cluster and builds the series
+// at each scrape; the view must yield exactly the cluster's own series, with nothing of the cluster shared.
+func TestMetricsViewKeepsEverySeries(t *testing.T) {
+	c := metricsCluster("ns", "prod")
+	c.Status.Conditions[0].LastTransitionTime = metav1.NewTime(metricsEpoch.Add(-time.Minute))
+	series := func(c *etcdv1alpha1.EtcdCluster) []string {
+		var out []string
+		for _, m := range clusterMetrics(c) {
+			var pb dto.Metric
+			if err := m.Write(&pb); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, m.Desc().String()+" "+pb.String())
+		}
+		return out
+	}
+	view := metricsView(c)
+	if got, want := series(view), series(c); !slices.Equal(got, want) {
+		t.Fatalf("series of the view:\n%s\nwant those of the cluster:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	c.Status.Members[0].DBSizeBytes, c.Status.Alarms[0] = 1, "CORRUPT on prod-0"
+	if view.Status.Members[0].DBSizeBytes != 4096 || view.Status.Alarms[0] != "NOSPACE on prod-0" {
+		t.Fatal("the view shares the cluster's status: a later change of the reconciler's object shows in it")
+	}
 }
