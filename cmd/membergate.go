@@ -23,7 +23,9 @@ func runMemberGate(args []string) int {
 	var messagePath string
 	var interval time.Duration
 	fs.StringVar(&messagePath, "termination-log", terminationLog, "Where the verdict is written (Kubernetes reads it as the termination message).")
-	fs.DurationVar(&interval, "interval", time.Second, "How often a waiting gate asks the peers again.")
+	// A member's join waits on this poll: the learner starts within a quarter second of being added. One
+	// peer's member list is a few hundred bytes.
+	fs.DurationVar(&interval, "interval", 250*time.Millisecond, "How often a waiting gate asks the peers again.")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

@@ -126,6 +126,9 @@ type reconcileScope struct {
 	applied *appliedObjects
 	// maintained: a maintenance step was taken, and the next member's may be due at once.
 	maintained bool
+	// deferred: etcd refused the planned membership step for now (a learner not caught up, a member
+	// connected for less than etcd's health interval); the refusal clears within seconds.
+	deferred bool
 }
 
 // Reconcile moves one EtcdCluster towards its spec:
@@ -229,7 +232,7 @@ func (r *EtcdClusterReconciler) report(ctx context.Context, before *etcdv1alpha1
 		err, result = nil, ctrl.Result{RequeueAfter: wait.after}
 	}
 	if err == nil && result.IsZero() {
-		result.RequeueAfter = r.requeueAfter(cluster, s.obs, s.decision, s.maintained)
+		result.RequeueAfter = r.requeueAfter(cluster, s.obs, s.decision, s.maintained, s.deferred)
 	}
 	return result, err
 }
@@ -238,16 +241,18 @@ func (r *EtcdClusterReconciler) report(ctx context.Context, before *etcdv1alpha1
 // promotion waits for etcd's view of it, which no watch delivers.
 const learnerPollInterval = 500 * time.Millisecond
 
-// requeueAfter: soon while an operation is in flight (sooner while a learner is awaited), at the health
-// interval while etcd runs, never for a cluster with nothing to observe (every other change is an event),
-// and in any case when a certificate or a scheduled defragmentation falls due.
-func (r *EtcdClusterReconciler) requeueAfter(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.Decision, maintained bool) time.Duration {
+// requeueAfter: soon while an operation is in flight (sooner while a learner is awaited or etcd deferred
+// the step), at the health interval while etcd runs, never for a cluster with nothing to observe (every
+// other change is an event), and in any case when a certificate or a scheduled defragmentation falls due.
+func (r *EtcdClusterReconciler) requeueAfter(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.Decision, maintained, deferred bool) time.Duration {
 	var after time.Duration
 	switch {
 	case c.Spec.Paused:
 		return 0
 	case len(obs.pods) == 0:
-	case d.AwaitsLearner:
+	case d.AwaitsLearner, deferred:
+		// No event says when etcd's view changes: a scale-up's next learner is refused until the
+		// leader has been connected to every voter for 5 s, and each step waits for that moment.
 		after = min(r.stepInterval(), learnerPollInterval)
 	case d.InProgress(), obs.hasAlarm(etcd.AlarmNoSpace), sweepUnderWay(c), maintained:
 		// NOSPACE recovery and a sweep, like a membership change, are one step per reconcile; so is routine

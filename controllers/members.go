@@ -117,9 +117,10 @@ func (r *EtcdClusterReconciler) takeStep(ctx context.Context, s *reconcileScope)
 	logf.FromContext(ctx).Info("membership step", "action", a.Type, "ordinal", a.Ordinal, "member", fmt.Sprintf("%x", a.ID), "why", d.Message)
 	err := r.doStep(ctx, c, a, s.obs)
 	if etcd.IsTransientRefusal(err) {
-		// etcd accepts the change in a few seconds; the short requeue retries it.
+		// etcd accepts the change in a few seconds; the short requeue (learnerPollInterval) retries it.
 		logf.FromContext(ctx).V(1).Info("etcd deferred the membership change", "action", a.Type, "reason", err.Error())
 		r.metrics.countMembershipStep(c, string(a.Type), stepDeferred)
+		s.deferred = true
 		return nil
 	}
 	if err != nil {

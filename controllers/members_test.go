@@ -92,21 +92,25 @@ func TestStepEndpoints(t *testing.T) {
 	}
 }
 
-// TestRequeueAfterLooksSoonerAtAwaitedLearners: a starting or catching-up learner is looked at again within
-// learnerPollInterval (no event says it is ready); other steps at the step interval.
+// TestRequeueAfterLooksSoonerAtAwaitedLearners: a starting or catching-up learner, and a step etcd deferred,
+// are looked at again within learnerPollInterval (no event says when etcd is ready); other steps at the
+// step interval.
 func TestRequeueAfterLooksSoonerAtAwaitedLearners(t *testing.T) {
 	r := &EtcdClusterReconciler{}
 	c := &etcdv1alpha1.EtcdCluster{}
 	obs := observation{pods: []corev1.Pod{{}}}
 	awaiting := membership.Decision{Phase: membership.PhaseScaling, AwaitsLearner: true}
-	if got := r.requeueAfter(c, obs, awaiting, false); got != learnerPollInterval {
+	if got := r.requeueAfter(c, obs, awaiting, false, false); got != learnerPollInterval {
 		t.Errorf("awaiting a learner: requeue after %s, want %s", got, learnerPollInterval)
 	}
-	if got := r.requeueAfter(c, obs, membership.Decision{Phase: membership.PhaseScaling}, false); got != r.stepInterval() {
+	if got := r.requeueAfter(c, obs, membership.Decision{Phase: membership.PhaseScaling}, false, false); got != r.stepInterval() {
 		t.Errorf("another step: requeue after %s, want the step interval %s", got, r.stepInterval())
 	}
+	if got := r.requeueAfter(c, obs, membership.Decision{Phase: membership.PhaseScaling}, false, true); got != learnerPollInterval {
+		t.Errorf("a step etcd deferred: requeue after %s, want %s (its refusal clears within seconds)", got, learnerPollInterval)
+	}
 	r.StepInterval = 100 * time.Millisecond
-	if got := r.requeueAfter(c, obs, awaiting, false); got != r.StepInterval {
+	if got := r.requeueAfter(c, obs, awaiting, false, false); got != r.StepInterval {
 		t.Errorf("awaiting a learner with a shorter step interval: requeue after %s, want %s", got, r.StepInterval)
 	}
 }

@@ -90,15 +90,15 @@ func TestRequeueAfterComesBackWhenTheScheduleFallsDue(t *testing.T) {
 	c := &etcdv1alpha1.EtcdCluster{}
 	c.Spec.Defragmentation.Schedule = "0 3 * * *"
 	c.Status.Defragmentation = &etcdv1alpha1.DefragmentationStatus{Schedule: "0 3 * * *", LastScheduleTime: &metav1.Time{Time: now.Add(-time.Hour)}}
-	if got := r.requeueAfter(c, observation{}, membership.Decision{}, false); got != 61*time.Second {
+	if got := r.requeueAfter(c, observation{}, membership.Decision{}, false, false); got != 61*time.Second {
 		t.Fatalf("requeueAfter = %v, want 61s (the schedule's next time, a second late)", got)
 	}
 	obs, stable := observation{pods: []corev1.Pod{{}}}, membership.Decision{Phase: membership.PhaseStable}
-	if got := r.requeueAfter(c, obs, stable, false); got != r.healthInterval() {
+	if got := r.requeueAfter(c, obs, stable, false, false); got != r.healthInterval() {
 		t.Fatalf("a running cluster: requeueAfter = %v, want the health interval %v, sooner than the schedule", got, r.healthInterval())
 	}
 	c.Status.Defragmentation.Current = &etcdv1alpha1.DefragmentationSweep{Trigger: "request"}
-	if got := r.requeueAfter(c, obs, stable, false); got != r.stepInterval() {
+	if got := r.requeueAfter(c, obs, stable, false, false); got != r.stepInterval() {
 		t.Fatalf("a sweep under way: requeueAfter = %v, want the step interval %v", got, r.stepInterval())
 	}
 }
@@ -109,10 +109,10 @@ func TestRequeueAfterARoutineDefragmentation(t *testing.T) {
 	r := &EtcdClusterReconciler{}
 	c := &etcdv1alpha1.EtcdCluster{}
 	obs, stable := observation{pods: []corev1.Pod{{}}}, membership.Decision{Phase: membership.PhaseStable}
-	if got := r.requeueAfter(c, obs, stable, false); got != r.healthInterval() {
+	if got := r.requeueAfter(c, obs, stable, false, false); got != r.healthInterval() {
 		t.Fatalf("nothing taken: requeueAfter = %v, want the health interval %v", got, r.healthInterval())
 	}
-	if got := r.requeueAfter(c, obs, stable, true); got != r.stepInterval() {
+	if got := r.requeueAfter(c, obs, stable, true, false); got != r.stepInterval() {
 		t.Fatalf("a defragmentation taken: requeueAfter = %v, want the step interval %v", got, r.stepInterval())
 	}
 }

@@ -83,7 +83,7 @@ type Config struct {
 	// initial cluster token (ETCD_INITIAL_CLUSTER_TOKEN) the restore gives the member's new data.
 	RestoreRecovery, Token string
 
-	// Interval between polls while waiting (default 1 s); RequestTimeout bounds one peer's answer
+	// Interval between polls while waiting (default 1 s; the member-gate command asks every 250 ms); RequestTimeout bounds one peer's answer
 	// (default 3 s).
 	Interval, RequestTimeout time.Duration
 	// Log receives what the gate found and what it waits for; nil logs nothing.
