@@ -101,22 +101,11 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 	})
 
 	It("recovers from the survivor when two of three members lose their data, keeping every write it held", func() {
-		ns := fw.NewNamespace("recover")
-		c := fw.NewCluster(ns, "recover", etcdVersion, 3)
-		c.Spec.BackupSchedule = ""
-		c.Spec.Recovery = etcdv1alpha1.RecoverySpec{QuorumLoss: etcdv1alpha1.QuorumLossFromSurvivor, After: &metav1.Duration{Duration: 30 * time.Second}}
-		Expect(k8s.Create(ctx, c)).To(Succeed())
-		fw.WaitAvailable(c, 5*time.Minute)
+		ns, c := startRecoveringCluster("recover", "recover", etcdv1alpha1.QuorumLossFromSurvivor)
 		ids := memberIDsByName(c, 3)
 		survivor, lost := c.Name+"-0", []string{c.Name + "-1", c.Name + "-2"}
 		// The evidence recovery rests on: status records which claim holds each member's data.
-		Eventually(func(g Gomega) {
-			members := fw.GetCluster(c).Status.Members
-			g.Expect(members).To(HaveLen(3))
-			for _, m := range members {
-				g.Expect(m.VolumeClaimUID).NotTo(BeEmpty(), m.Name)
-			}
-		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		expectClaimsRecorded(c, 3)
 
 		By("writing, then reading the last write through each member: every member holds every acknowledged write")
 		before := fw.StartWriter(c, "/e2e/recover-before")
@@ -130,12 +119,7 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 
 		By("deleting two members' claims and pods at once")
 		start := time.Now()
-		for _, name := range lost {
-			_, err := fw.Kubectl("delete", "pvc", "-n", ns, "data-"+name, "--wait=false")
-			Expect(err).NotTo(HaveOccurred())
-		}
-		_, err := fw.Kubectl(append([]string{"delete", "pod", "-n", ns, "--wait=false"}, lost...)...)
-		Expect(err).NotTo(HaveOccurred())
+		deletePodsAndClaims(ns, lost)
 		Eventually(func(g Gomega) {
 			avail := meta.FindStatusCondition(fw.GetCluster(c).Status.Conditions, etcdv1alpha1.ConditionAvailable)
 			g.Expect(avail).NotTo(BeNil())
@@ -168,19 +152,8 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 	})
 
 	It("recovers from the newest backup when two of three members lose their data, keeping the survivor's data aside", func() {
-		ns := fw.NewNamespace("recover-backup")
-		c := fw.NewCluster(ns, "rb", etcdVersion, 3)
-		c.Spec.BackupSchedule = ""
-		c.Spec.Recovery = etcdv1alpha1.RecoverySpec{QuorumLoss: etcdv1alpha1.QuorumLossFromBackup, After: &metav1.Duration{Duration: 30 * time.Second}}
-		Expect(k8s.Create(ctx, c)).To(Succeed())
-		fw.WaitAvailable(c, 5*time.Minute)
-		Eventually(func(g Gomega) {
-			members := fw.GetCluster(c).Status.Members
-			g.Expect(members).To(HaveLen(3))
-			for _, m := range members {
-				g.Expect(m.VolumeClaimUID).NotTo(BeEmpty(), m.Name)
-			}
-		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		ns, c := startRecoveringCluster("recover-backup", "rb", etcdv1alpha1.QuorumLossFromBackup)
+		expectClaimsRecorded(c, 3)
 		ids := memberIDsByName(c, 3)
 		oldCluster := clusterID(c)
 		inBackup, _ := writeKeys(c, "/e2e/in-backup", 300)
@@ -195,12 +168,7 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 		By("deleting two members' claims and pods at once")
 		start := time.Now()
 		lost := []string{c.Name + "-1", c.Name + "-2"}
-		for _, name := range lost {
-			_, err := fw.Kubectl("delete", "pvc", "-n", ns, "data-"+name, "--wait=false")
-			Expect(err).NotTo(HaveOccurred())
-		}
-		_, err := fw.Kubectl(append([]string{"delete", "pod", "-n", ns, "--wait=false"}, lost...)...)
-		Expect(err).NotTo(HaveOccurred())
+		deletePodsAndClaims(ns, lost)
 		Eventually(func(g Gomega) {
 			avail := meta.FindStatusCondition(fw.GetCluster(c).Status.Conditions, etcdv1alpha1.ConditionAvailable)
 			g.Expect(avail).NotTo(BeNil())
@@ -250,17 +218,7 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 
 		By("the survivor's data of the lost cluster is kept on its volume, and the members roll off the restore step")
 		w := fw.StartWriter(c, "/e2e/recover-backup")
-		Eventually(func(g Gomega) {
-			pods := fw.MemberPods(c)
-			g.Expect(pods).To(HaveLen(3))
-			for _, p := range pods {
-				for _, ic := range p.Spec.InitContainers {
-					g.Expect(ic.Name).NotTo(Equal("restore"), "pod %s still restores", p.Name)
-				}
-			}
-		}).WithTimeout(5 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
-		fw.WaitAvailable(c, 5*time.Minute)
-		expectVotingMembers(c, memberNames(c, 3), 2*time.Minute)
+		expectRolledOffRestore(c, 3)
 		framework.ReportDuration("recovered members rolled off the restore", time.Since(start))
 		Expect(fw.GetCluster(c).Status.Members).To(HaveLen(3))
 		Expect(memberIDsByName(c, 3)).To(Equal(now), "rolling off the restore step replaced no member")
@@ -341,17 +299,7 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 
 		By("rolling the members onto a template without the restore, one at a time")
 		w := fw.StartWriter(third, "/e2e/phoenix")
-		Eventually(func(g Gomega) {
-			pods := fw.MemberPods(third)
-			g.Expect(pods).To(HaveLen(3))
-			for _, p := range pods {
-				for _, ic := range p.Spec.InitContainers {
-					g.Expect(ic.Name).NotTo(Equal("restore"), "pod %s still restores", p.Name)
-				}
-			}
-		}).WithTimeout(5 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
-		fw.WaitAvailable(third, 5*time.Minute)
-		expectVotingMembers(third, memberNames(third, 3), 2*time.Minute)
+		expectRolledOffRestore(third, 3)
 		framework.ReportDuration("restored members rolled off the restore", time.Since(start))
 		expectKey(third, "/e2e/in-backup", "restored")
 		w.WaitProgress(20, time.Minute)
@@ -451,4 +399,54 @@ func readyEndpointIPs(g Gomega, c *etcdv1alpha1.EtcdCluster) []string {
 	}
 	g.Expect(ips).NotTo(BeEmpty(), "the client Service has no ready endpoint")
 	return ips
+}
+
+// expectClaimsRecorded waits until status records, for each of the n members, the claim holding its data:
+// the evidence quorum-loss recovery rests on.
+func expectClaimsRecorded(c *etcdv1alpha1.EtcdCluster, n int) {
+	EventuallyWithOffset(1, func(g Gomega) {
+		members := fw.GetCluster(c).Status.Members
+		g.Expect(members).To(HaveLen(n))
+		for _, m := range members {
+			g.Expect(m.VolumeClaimUID).NotTo(BeEmpty(), m.Name)
+		}
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+}
+
+// deletePodsAndClaims deletes the named member pods and their data claims at once, without waiting.
+func deletePodsAndClaims(ns string, pods []string) {
+	for _, name := range pods {
+		_, err := fw.Kubectl("delete", "pvc", "-n", ns, "data-"+name, "--wait=false")
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	}
+	_, err := fw.Kubectl(append([]string{"delete", "pod", "-n", ns, "--wait=false"}, pods...)...)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+}
+
+// expectRolledOffRestore waits until none of the n member pods runs a restore step any more (the members
+// are rolled off it one at a time once the restore is done), then for n healthy voting members.
+func expectRolledOffRestore(c *etcdv1alpha1.EtcdCluster, n int) {
+	EventuallyWithOffset(1, func(g Gomega) {
+		pods := fw.MemberPods(c)
+		g.Expect(pods).To(HaveLen(n))
+		for _, p := range pods {
+			for _, ic := range p.Spec.InitContainers {
+				g.Expect(ic.Name).NotTo(Equal("restore"), "pod %s still restores", p.Name)
+			}
+		}
+	}).WithTimeout(5 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+	fw.WaitAvailable(c, 5*time.Minute)
+	expectVotingMembers(c, memberNames(c, n), 2*time.Minute)
+}
+
+// startRecoveringCluster creates an Available 3-member cluster, without scheduled backups, that recovers
+// from quorum loss by strategy after the shortest window (30 s), in a namespace of its own.
+func startRecoveringCluster(nsPrefix, name string, strategy etcdv1alpha1.QuorumLossRecovery) (string, *etcdv1alpha1.EtcdCluster) {
+	ns := fw.NewNamespace(nsPrefix)
+	c := fw.NewCluster(ns, name, etcdVersion, 3)
+	c.Spec.BackupSchedule = ""
+	c.Spec.Recovery = etcdv1alpha1.RecoverySpec{QuorumLoss: strategy, After: &metav1.Duration{Duration: 30 * time.Second}}
+	ExpectWithOffset(1, k8s.Create(ctx, c)).To(Succeed())
+	fw.WaitAvailable(c, 5*time.Minute)
+	return ns, c
 }
