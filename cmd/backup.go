@@ -144,8 +144,9 @@ func runRestore(args []string) int {
 	var dest destinationFlags
 	var key string
 	var timeout time.Duration
-	var recovery string
+	var recovery, token string
 	fs.StringVar(&key, "key", "", "Key of the snapshot in the store.")
+	fs.StringVar(&token, "initial-cluster-token", "", "Initial cluster token to restore under (default: ETCD_INITIAL_CLUSTER_TOKEN).")
 	fs.StringVar(&recovery, "recovery", "", "Quorum-loss recovery this restore is for: another member's data in the data directory is moved aside, not refused.")
 	fs.DurationVar(&timeout, "timeout", 60*time.Minute, "Give up after this long.")
 	dest.register(fs)
@@ -163,6 +164,9 @@ func runRestore(args []string) int {
 		InitialCluster:      os.Getenv("ETCD_INITIAL_CLUSTER"),
 		InitialClusterToken: os.Getenv("ETCD_INITIAL_CLUSTER_TOKEN"),
 		Recovery:            recovery,
+	}
+	if token != "" {
+		cfg.InitialClusterToken = token
 	}
 	if cfg.DataDir == "" || cfg.Name == "" || cfg.PeerURL == "" || cfg.InitialCluster == "" {
 		return fail(errors.New("ETCD_DATA_DIR, ETCD_NAME, ETCD_INITIAL_ADVERTISE_PEER_URLS and ETCD_INITIAL_CLUSTER must be set"))

@@ -242,6 +242,12 @@ func (k *fakeKubelet) sync(ctx context.Context) {
 			if pid := k.c.PID(i); pid == 0 && k.c.HasData(i) {
 				GinkgoWriter.Printf("fake kubelet: member %d is not running; starting it\n", i)
 			}
+			// A kubelet resolves a container's environment when it starts it: the configuration read at the
+			// start of this pass may predate a change the operator made before restarting the pod (a
+			// forced start's instruction), and the pass may have waited seconds for the audit log since.
+			if fresh := (&corev1.ConfigMap{}); k8sClient.Get(ctx, key(realNS, resources.ConfigMapName(k.cluster)), fresh) == nil {
+				cm = fresh
+			}
 			if !k.ensureClaim(ctx, i) || (k.gated(&sts.Spec.Template.Spec) && !k.gateAllows(ctx, i, cm.Data)) {
 				continue
 			}

@@ -162,6 +162,20 @@ func (w *writeCounter) get() (int, []string) {
 	return w.count, append([]string(nil), w.log...)
 }
 
+// about returns the writes to objects of the cluster named name (the cluster itself, the objects named after
+// it, and its events): other specs' clusters in the same namespace reconcile on their own schedule.
+func (w *writeCounter) about(name string) []string {
+	_, log := w.get()
+	var out []string
+	for _, l := range log {
+		last := l[strings.LastIndex(l, "/")+1:]
+		if strings.HasSuffix(l, "/"+name+"/status") || last == name || strings.HasPrefix(last, name+"-") || strings.HasPrefix(last, name+".") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

@@ -58,6 +58,10 @@ const (
 	// configuration: only a pod that restores may let the lost cluster's data, or an empty directory,
 	// through at once.
 	EnvRestoreRecovery = "MEMBER_GATE_RESTORE_RECOVERY"
+	// EnvRestoreToken, beside EnvRestoreRecovery, is the initial cluster token the pod's restore step
+	// restores under (from the template too: a configuration the kubelet read before the recovery began
+	// would name the lost cluster's token).
+	EnvRestoreToken = "MEMBER_GATE_RESTORE_TOKEN"
 
 	stateNew      = "new"
 	stateExisting = "existing"
@@ -80,7 +84,7 @@ type Config struct {
 	// the configuration forces to start alone ("" otherwise).
 	Name, ForcedMember string
 	// RestoreRecovery, during a quorum-loss recovery from a backup, names it ("" otherwise); Token is the
-	// initial cluster token (ETCD_INITIAL_CLUSTER_TOKEN) the restore gives the member's new data.
+	// initial cluster token the restore gives the member's new data.
 	RestoreRecovery, Token string
 
 	// Interval between polls while waiting (default 1 s; the member-gate command asks every 250 ms); RequestTimeout bounds one peer's answer
@@ -99,7 +103,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, errors.New("ETCD_DATA_DIR and ETCD_INITIAL_ADVERTISE_PEER_URLS must be set")
 	}
 	cfg := Config{WALDir: getenv("ETCD_WAL_DIR"), State: getenv("ETCD_INITIAL_CLUSTER_STATE"), PeerURLs: splitList(adv), Name: getenv("ETCD_NAME"),
-		RestoreRecovery: getenv(EnvRestoreRecovery), Token: getenv("ETCD_INITIAL_CLUSTER_TOKEN")}
+		RestoreRecovery: getenv(EnvRestoreRecovery), Token: getenv(EnvRestoreToken)}
 	if strings.EqualFold(getenv(EnvForceNewCluster), "true") {
 		if cfg.ForcedMember = getenv(EnvForceNewClusterMember); cfg.ForcedMember == "" {
 			return Config{}, fmt.Errorf("%s is set without %s: which member is to start alone is unknown", EnvForceNewCluster, EnvForceNewClusterMember)
@@ -119,6 +123,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	cfg.Peers = peers
+	if cfg.RestoreRecovery != "" && cfg.Token == "" {
+		return Config{}, fmt.Errorf("%s is set without %s: which data the restore wrote is unknown", EnvRestoreRecovery, EnvRestoreToken)
+	}
 	if anyHTTPS(append(append([]string{}, cfg.PeerURLs...), cfg.Peers...)) {
 		cfg.TLS, err = PeerTLSConfig(getenv("ETCD_PEER_CERT_FILE"), getenv("ETCD_PEER_KEY_FILE"), getenv("ETCD_PEER_TRUSTED_CA_FILE"))
 		if err != nil {

@@ -277,7 +277,8 @@ func TestDataDirectories(t *testing.T) {
 		e := env(c, 0, "existing", ordinals(3))
 		e["ETCD_DATA_DIR"] = other.DataDir(0)
 		e["ETCD_NAME"], e["ETCD_INITIAL_ADVERTISE_PEER_URLS"] = other.MemberName(0), other.PeerURL(0)
-		e[EnvRestoreRecovery], e["ETCD_INITIAL_CLUSTER_TOKEN"] = "restore-1", "gate-lost/restore-1"
+		e[EnvRestoreRecovery], e[EnvRestoreToken] = "restore-1", "gate-lost/restore-1"
+		e["ETCD_INITIAL_CLUSTER_TOKEN"] = "gate-lost" // read by the kubelet before the recovery: not what the restore uses
 		cfg, _ := gateConfig(t, e)
 		d, err := checkWithin(cfg, 20*time.Second)
 		if err != nil || !d.Start || !strings.Contains(d.Reason, "of the lost cluster: recovery restore-1 restores a backup") {
@@ -286,7 +287,7 @@ func TestDataDirectories(t *testing.T) {
 		// Data the restore wrote (its member ID is the one the token gives the member) is judged as ever:
 		// removed member 2's data, under the token that made it, is refused.
 		e = env(c, 2, "existing", ordinals(3))
-		e[EnvRestoreRecovery], e["ETCD_INITIAL_CLUSTER_TOKEN"] = "restore-1", c.Name
+		e[EnvRestoreRecovery], e[EnvRestoreToken] = "restore-1", c.Name
 		cfg, _ = gateConfig(t, e)
 		if d, err := checkWithin(cfg, 20*time.Second); err != nil || d.Start || !strings.Contains(d.Reason, "does not list") {
 			t.Fatalf("restored data of a removed member: got %+v, %v; want a refusal", d, err)
@@ -295,7 +296,7 @@ func TestDataDirectories(t *testing.T) {
 		// the restore step would wait for its member to be added.
 		e = env(c, 2, "existing", ordinals(3))
 		e["ETCD_DATA_DIR"] = t.TempDir()
-		e[EnvRestoreRecovery] = "restore-1"
+		e[EnvRestoreRecovery], e[EnvRestoreToken] = "restore-1", c.Name
 		cfg, _ = gateConfig(t, e)
 		if d, err := checkWithin(cfg, 5*time.Second); err != nil || !d.Start || !strings.Contains(d.Reason, "recovery restore-1 restores a backup into it") {
 			t.Fatalf("empty directory during a restore: got %+v, %v; want start", d, err)

@@ -28,8 +28,11 @@ const (
 	BackupContainerName = "backup"
 	// RestoreContainerName is the init container that restores a member's data before etcd first starts.
 	RestoreContainerName = "restore"
-	// RestoreRecoveryFlag, on the restore container, names the quorum-loss recovery it restores for.
+	// RestoreRecoveryFlag, on the restore container, names the quorum-loss recovery it restores for, and
+	// RestoreTokenFlag the initial cluster token it restores under (the pod's own, from the template: the
+	// configuration the kubelet read may predate the recovery).
 	RestoreRecoveryFlag = "--recovery="
+	RestoreTokenFlag    = "--initial-cluster-token="
 
 	backupMountPath  = "/backups"
 	stagingMountPath = "/staging"
@@ -259,7 +262,7 @@ func restoreInitContainer(c *etcdv1alpha1.EtcdCluster, etcd *corev1ac.ContainerA
 	volumes, mounts := destinationVolumes(src.Destination, true)
 	args := append([]string{"restore", "--key=" + src.Key}, destinationArgs(src.Destination)...)
 	if src.Recovery != "" {
-		args = append(args, RestoreRecoveryFlag+src.Recovery)
+		args = append(args, RestoreRecoveryFlag+src.Recovery, RestoreTokenFlag+RestoreRecoveryToken(c, src.Recovery))
 	}
 	var env []*corev1ac.EnvVarApplyConfiguration
 	for i := range etcd.Env {

@@ -115,11 +115,15 @@ func configData(c *etcdv1alpha1.EtcdCluster, mc MemberConfig) map[string]string 
 // member and cluster IDs from it, so the restored cluster shares no ID with the one that was lost. etcd
 // reads it only when it bootstraps a member, so the token going back afterwards changes nothing.
 func initialClusterToken(c *etcdv1alpha1.EtcdCluster, r *membership.RestoreRecovery) string {
-	token := c.Namespace + "/" + c.Name + "/" + string(c.UID)
 	if r != nil {
-		token += "/" + r.ID
+		return RestoreRecoveryToken(c, r.ID)
 	}
-	return token
+	return c.Namespace + "/" + c.Name + "/" + string(c.UID)
+}
+
+// RestoreRecoveryToken is the initial cluster token of c's members restored by recovery id.
+func RestoreRecoveryToken(c *etcdv1alpha1.EtcdCluster, id string) string {
+	return initialClusterToken(c, nil) + "/" + id
 }
 
 // peerSkipSANEnv names the setting that skips the peer address check: experimental before etcd 3.6.

@@ -393,12 +393,14 @@ func TestRestoreRecoveryRoundTrips(t *testing.T) {
 			}
 		}
 	}
-	if !slices.Contains(args, RestoreRecoveryFlag+rec.ID) {
-		t.Fatalf("restore step args %v lack %s%s", args, RestoreRecoveryFlag, rec.ID)
+	token := data["ETCD_INITIAL_CLUSTER_TOKEN"]
+	if !slices.Contains(args, RestoreRecoveryFlag+rec.ID) || !slices.Contains(args, RestoreTokenFlag+token) {
+		t.Fatalf("restore step args %v lack %s%s and %s%s", args, RestoreRecoveryFlag, rec.ID, RestoreTokenFlag, token)
 	}
-	// The gate of a pod that restores knows it (and only such a pod's gate: the template sets it).
-	if gateEnv[membergate.EnvRestoreRecovery] != rec.ID {
-		t.Fatalf("gate env %v: want %s=%s", gateEnv, membergate.EnvRestoreRecovery, rec.ID)
+	// The gate of a pod that restores knows it and the token (and only such a pod's gate: the template
+	// sets them, so a configuration read before the recovery cannot mislead it).
+	if gateEnv[membergate.EnvRestoreRecovery] != rec.ID || gateEnv[membergate.EnvRestoreToken] != token {
+		t.Fatalf("gate env %v: want %s=%s and %s=%s", gateEnv, membergate.EnvRestoreRecovery, rec.ID, membergate.EnvRestoreToken, token)
 	}
 	src.Recovery = ""
 	for _, ic := range StatefulSet(c, 3, Options{OperatorImage: "operator:test"}, &src, CurrentMemberGate(Options{OperatorImage: "operator:test"})).Spec.Template.Spec.InitContainers {

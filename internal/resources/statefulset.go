@@ -80,7 +80,8 @@ func podTemplate(c *etcdv1alpha1.EtcdCluster, o Options, restore *RestoreSource,
 	if gate.Image != "" {
 		init := memberGateInitContainer(c, &spec.Containers[0], gate)
 		if restore != nil && restore.Recovery != "" {
-			init.WithEnv(corev1ac.EnvVar().WithName(membergate.EnvRestoreRecovery).WithValue(restore.Recovery))
+			init.WithEnv(corev1ac.EnvVar().WithName(membergate.EnvRestoreRecovery).WithValue(restore.Recovery),
+				corev1ac.EnvVar().WithName(membergate.EnvRestoreToken).WithValue(RestoreRecoveryToken(c, restore.Recovery)))
 		}
 		spec.WithInitContainers(init)
 	}
