@@ -51,9 +51,12 @@ func finishJob(ctx context.Context, job *batchv1.Job, succeeded bool, message st
 	if succeeded {
 		job.Status.Succeeded = 1
 		job.Status.CompletionTime = &now
-		job.Status.Conditions = []batchv1.JobCondition{
-			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		// From Kubernetes 1.31 the Job controller sets SuccessCriteriaMet before Complete, and the API server
+		// requires it; 1.30's refuses it on a Job without a success policy.
+		job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now}}
+		if serverMinor >= 31 {
+			job.Status.Conditions = append([]batchv1.JobCondition{
+				{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now}}, job.Status.Conditions...)
 		}
 	} else {
 		job.Status.Failed = 1

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -44,6 +46,9 @@ var (
 	reconciles atomic.Int64
 	// auditLog is the API server's audit log of pod deletions (audit_test.go).
 	auditLog string
+	// serverMinor is the API server's Kubernetes minor version: the specs that stand in for a controller of
+	// Kubernetes (the Job controller) write the status that release's controller would.
+	serverMinor int
 )
 
 func TestControllers(t *testing.T) {
@@ -68,6 +73,10 @@ var _ = BeforeSuite(func() {
 	// from the operator's.
 	k8sClient, err = client.New(rest.AddUserAgent(rest.CopyConfig(cfg), "spec"), client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
+	version, err := discovery.NewDiscoveryClientForConfigOrDie(cfg).ServerVersion()
+	Expect(err).NotTo(HaveOccurred())
+	serverMinor, err = strconv.Atoi(strings.TrimRight(version.Minor, "+"))
+	Expect(err).NotTo(HaveOccurred(), "server version %v", version)
 	for _, ns := range []string{watchedNS, watchedNS2, unwatchedNS} {
 		Expect(k8sClient.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	}

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds Kubernetes binaries from the pinned wrapper module into $OUT (default bin/k8s/<version>).
 # Usage: hack/build-kube.sh kube-apiserver [kubelet ...]
+# KUBE_MODULE names another wrapper module (hack/tools/kube-apiserver/<minor>: the compatibility suites' versions).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 source "$ROOT/hack/lib/build.sh"
-mod=$ROOT/hack/tools/kubernetes
+mod=${KUBE_MODULE:-$ROOT/hack/tools/kubernetes}
 version=$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' "$mod/go.mod")
 out=${OUT:-$ROOT/bin/k8s/$version}
 minor=$(echo "$version" | cut -d. -f2)
