@@ -1,5 +1,6 @@
-# Build the manager binary
-FROM golang:1.26 AS builder
+# Build the manager binary. The builder runs on the build machine's platform and cross-compiles (Go needs no
+# emulation), so `make docker-buildx` builds every platform at native speed.
+FROM --platform=$BUILDPLATFORM golang:1.26 AS builder
 ARG TARGETOS
 ARG TARGETARCH
 

@@ -130,6 +130,13 @@ docker-build: ## Build the operator image (needs a container engine and internet
 docker-push: ## Push the operator image.
 	$(CONTAINER_TOOL) push $(IMG)
 
+# The platforms the CSV declares (operatorframework.io/arch.* labels); offline, hack/node/images.sh builds the same
+# image index for the local node.
+PLATFORMS ?= linux/amd64,linux/arm64
+.PHONY: docker-buildx
+docker-buildx: ## Build and push the operator image for every platform of PLATFORMS as one image index (needs docker buildx and internet).
+	$(CONTAINER_TOOL) buildx build --push --platform=$(PLATFORMS) --tag $(IMG) .
+
 ##@ Deployment
 
 ifndef ignore-not-found

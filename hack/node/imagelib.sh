@@ -50,13 +50,35 @@ image() {
 # operator_image NAME SRC_DIR TAG_PREFIX [go build flags...]: builds the operator of the source tree SRC_DIR as the
 # Dockerfile builds it (./cmd, static) into $IMAGES/NAME and pushes $REGISTRY/etcd-operator:TAG_PREFIX-<binary
 # hash>, /manager as user 65532:65532 (as the Dockerfile's distroless:nonroot image). Sets OPERATOR_REF.
+# OPERATOR_ARCHES (GOARCH names, default this machine's) builds one image per architecture, TAG-<arch>, and pushes
+# TAG as their image index, as `make docker-buildx` does (the node pulls its own architecture's image from it).
 operator_image() {
   local name=$1 src=$2 prefix=$3; shift 3
-  (cd "$src" && CGO_ENABLED=0 GOWORK=off go build -trimpath "$@" -o "$IMAGES/$name.tmp" ./cmd)
-  replace_if_changed "$IMAGES/$name.tmp" "$IMAGES/$name"
-  OPERATOR_REF=$REGISTRY/etcd-operator:$prefix-$(sha256sum "$IMAGES/$name" | cut -c1-12)
-  image "$OPERATOR_REF" "${BASE_FILES[@]}" --add "$IMAGES/$name:/manager:0755" \
-    --user 65532:65532 --entrypoint /manager --workdir /
+  local host arch bin sums="" refs=()
+  host=$(go env GOARCH)
+  local arches=${OPERATOR_ARCHES:-$host}
+  for arch in $arches; do
+    bin=$IMAGES/$name-$arch
+    [ "$arch" != "$host" ] || bin=$IMAGES/$name
+    (cd "$src" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch GOWORK=off go build -trimpath "$@" -o "$bin.tmp" ./cmd)
+    replace_if_changed "$bin.tmp" "$bin"
+    sums+=$(sha256sum "$bin" | cut -c1-64)
+  done
+  if [ "$arches" = "$host" ]; then
+    OPERATOR_REF=$REGISTRY/etcd-operator:$prefix-$(sha256sum "$IMAGES/$name" | cut -c1-12)
+    image "$OPERATOR_REF" "${BASE_FILES[@]}" --add "$IMAGES/$name:/manager:0755" \
+      --user 65532:65532 --entrypoint /manager --workdir /
+    return
+  fi
+  OPERATOR_REF=$REGISTRY/etcd-operator:$prefix-$(echo "$sums" | sha256sum | cut -c1-12)
+  for arch in $arches; do
+    bin=$IMAGES/$name-$arch
+    [ "$arch" != "$host" ] || bin=$IMAGES/$name
+    image "$OPERATOR_REF-$arch" "${BASE_FILES[@]}" --add "$bin:/manager:0755" \
+      --user 65532:65532 --entrypoint /manager --workdir / --arch "$arch"
+    refs+=("$OPERATOR_REF-$arch")
+  done
+  "$NODETOOL" index --ref "$OPERATOR_REF" "${refs[@]}" >/dev/null
 }
 
 # etcd_image TAG DIR: $REGISTRY/etcd:TAG from DIR/{etcd,etcdctl,etcdutl}, the official image's layout.

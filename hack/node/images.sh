@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the node's images offline (no base image is pulled) and pushes them to the local registry:
-#   etcd-operator:v<VERSION>-<hash>  /manager, user 65532:65532 (as the Dockerfile's distroless:nonroot image)
+#   etcd-operator:v<VERSION>-<hash>  /manager, user 65532:65532 (as the Dockerfile's distroless:nonroot image); an
+#                                    image index of linux/amd64 and linux/arm64 (OPERATOR_ARCHES), as docker-buildx
 #   etcd:v<version>                  /usr/local/bin/{etcd,etcdctl,etcdutl}, the official image layout
 #   pause:<tag>                      the pod sandbox, from Kubernetes' pause.c
 #   busybox:<version>                local-path-provisioner's helper pods, from Debian's busybox-static
@@ -14,8 +15,8 @@ VERSION=${VERSION:-0.2.0}
 "$HACK/registry.sh"
 source "$HACK/imagelib.sh"
 
-# The operator, built as the Dockerfile builds it.
-operator_image manager "$ROOT" "v$VERSION"
+# The operator, built as the Dockerfile builds it, for every architecture the CSV declares.
+OPERATOR_ARCHES=${OPERATOR_ARCHES:-amd64 arm64} operator_image manager "$ROOT" "v$VERSION"
 op_ref=$OPERATOR_REF
 echo "$op_ref" >"$NODE_DIR/operator-image"
 

@@ -2,7 +2,11 @@
 //
 //	nodetool image --ref localhost:5000/etcd:v3.5.35 --add bin/etcd/v3.5.35/etcd:/usr/local/bin/etcd:0755 ...
 //	    builds a one-layer image from local files (no base image is pulled) and pushes it to a registry,
-//	    unless the registry already holds the same digest.
+//	    unless the registry already holds the same digest. --arch sets the image's architecture (default: this
+//	    machine's), for images whose files are built for another one.
+//	nodetool index --ref localhost:5000/etcd-operator:v0.2.0 localhost:5000/etcd-operator:v0.2.0-amd64 ...
+//	    pushes an OCI image index of the given images, one entry per platform their configs name, as a multi-arch
+//	    build (docker buildx --platform) would; the images must be in the registry already.
 //	nodetool cri-cleanup --endpoint unix:///run/etcd-operator-node/containerd/containerd.sock
 //	    stops and removes every pod sandbox through the CRI, so containerd tears down each pod's network
 //	    (CNI DEL: veth, IP allocation, iptables rules) before the node is stopped.
@@ -45,6 +49,8 @@ func main() {
 	switch os.Args[1] {
 	case "image":
 		err = imageCmd(os.Args[2:])
+	case "index":
+		err = indexCmd(os.Args[2:])
 	case "cri-cleanup":
 		err = criCleanupCmd(os.Args[2:])
 	default:
@@ -57,7 +63,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: nodetool image|cri-cleanup [flags] (see -h of each)")
+	fmt.Fprintln(os.Stderr, "usage: nodetool image|index|cri-cleanup [flags] (see -h of each)")
 	os.Exit(2)
 }
 
@@ -90,6 +96,7 @@ func imageCmd(args []string) error {
 	user := fs.String("user", "", "user of the image config, e.g. 65532:65532")
 	workdir := fs.String("workdir", "/", "working directory")
 	dryRun := fs.Bool("dry-run", false, "print the digest without pushing")
+	arch := fs.String("arch", runtime.GOARCH, "architecture of the image config (GOARCH names: amd64, arm64, ...)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -162,7 +169,7 @@ func imageCmd(args []string) error {
 		return err
 	}
 	cf = cf.DeepCopy()
-	cf.Architecture = runtime.GOARCH
+	cf.Architecture = *arch
 	cf.OS = "linux"
 	cf.Created = v1.Time{Time: time.Unix(0, 0).UTC()}
 	cf.Config.Entrypoint = splitList(*entrypoint)
@@ -183,15 +190,62 @@ func imageCmd(args []string) error {
 		fmt.Printf("%s@%s\n", r, digest)
 		return nil
 	}
+	return push(r, digest, func() error { return remote.Write(r, img) })
+}
+
+// push writes an image or index unless the registry already has digest under r.
+func push(r name.Reference, digest v1.Hash, write func() error) error {
 	if d, err := remote.Head(r); err == nil && d.Digest == digest {
 		fmt.Printf("%s@%s (unchanged)\n", r, digest)
 		return nil
 	}
-	if err := remote.Write(r, img); err != nil {
+	if err := write(); err != nil {
 		return fmt.Errorf("push %s: %w", r, err)
 	}
 	fmt.Printf("%s@%s (pushed)\n", r, digest)
 	return nil
+}
+
+func indexCmd(args []string) error {
+	fs := flag.NewFlagSet("index", flag.ExitOnError)
+	ref := fs.String("ref", "", "image index reference to push, e.g. localhost:5000/etcd-operator:v0.2.0")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *ref == "" || fs.NArg() == 0 {
+		return errors.New("want --ref and at least one image")
+	}
+	r, err := name.ParseReference(*ref, name.Insecure)
+	if err != nil {
+		return err
+	}
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	seen := map[string]string{}
+	for _, src := range fs.Args() {
+		sr, err := name.ParseReference(src, name.Insecure)
+		if err != nil {
+			return err
+		}
+		img, err := remote.Image(sr)
+		if err != nil {
+			return fmt.Errorf("%s: %w", src, err)
+		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			return fmt.Errorf("%s: %w", src, err)
+		}
+		platform := v1.Platform{OS: cf.OS, Architecture: cf.Architecture}
+		if other, dup := seen[platform.String()]; dup {
+			return fmt.Errorf("%s and %s are both %s", other, src, platform.String())
+		}
+		seen[platform.String()] = src
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &platform}})
+	}
+	digest, err := idx.Digest()
+	if err != nil {
+		return err
+	}
+	return push(r, digest, func() error { return remote.WriteIndex(r, idx) })
 }
 
 func parseModeOwner(parts []string, e *entry) error {
