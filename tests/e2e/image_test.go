@@ -47,7 +47,7 @@ var _ = Describe("The operator image", func() {
 			platforms = append(platforms, m.Platform.Architecture)
 
 			var manifest struct {
-				Config struct{ Digest string } `json:"config"`
+				Config struct{ Digest string }   `json:"config"`
 				Layers []struct{ Digest string } `json:"layers"`
 			}
 			Expect(json.Unmarshal(registryGet(base, repo, "manifests/"+m.Digest, "application/vnd.oci.image.manifest.v1+json"), &manifest)).To(Succeed())
