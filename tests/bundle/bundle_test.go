@@ -9,12 +9,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -30,8 +32,6 @@ import (
 const (
 	root        = "../.."
 	packageName = "etcd-operator"
-	// minKubeVersion is the oldest Kubernetes the project tests on; removed APIs are checked against it.
-	minKubeVersion = "1.33.0"
 )
 
 var (
@@ -60,7 +60,7 @@ func TestBundleValidators(t *testing.T) {
 	// The same objects `operator-sdk bundle validate` passes: typed CRDs and CSV, every manifest, the bundle,
 	// and the optional values.
 	objs := b.ObjectsToValidate()
-	optional := map[string]string{"k8s-version": minKubeVersion}
+	optional := map[string]string{"k8s-version": testedFloor(t)}
 	objs = append(objs, optional)
 
 	suites := map[string]interfaces.Validators{
@@ -93,6 +93,44 @@ func describe(e valerrors.Error) string {
 	return e.Error()
 }
 
+// testedFloor is the oldest Kubernetes minor the suites run on, as 1.<minor>.0: the main version's wrapper module
+// and the compatibility suites' (make test-compat). Removed APIs are checked against it, and the CSV's
+// minKubeVersion must be it.
+func testedFloor(t *testing.T) string {
+	t.Helper()
+	mods, err := filepath.Glob(filepath.Join(root, "hack", "tools", "kube-apiserver", "*", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mods = append(mods, filepath.Join(root, "hack", "tools", "kubernetes", "go.mod"))
+	oldest := -1
+	for _, mod := range mods {
+		data, err := os.ReadFile(mod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for line := range strings.Lines(string(data)) {
+			f := strings.Fields(line)
+			if len(f) == 3 && f[0] == "require" && f[1] == "k8s.io/kubernetes" {
+				parts := strings.Split(strings.TrimPrefix(f[2], "v"), ".")
+				minor, err := strconv.Atoi(parts[1])
+				if err != nil || parts[0] != "1" {
+					t.Fatalf("%s: k8s.io/kubernetes %s", mod, f[2])
+				}
+				if oldest < 0 || minor < oldest {
+					oldest = minor
+				}
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("%s requires no k8s.io/kubernetes", mod)
+		}
+	}
+	return fmt.Sprintf("1.%d.0", oldest)
+}
+
 // TestCSVContent checks what the issue asks of the CSV beyond what validators check.
 func TestCSVContent(t *testing.T) {
 	b := loadBundle(t)
@@ -104,8 +142,9 @@ func TestCSVContent(t *testing.T) {
 	if csv.Spec.DisplayName != "etcd Operator" {
 		t.Errorf("displayName %q", csv.Spec.DisplayName)
 	}
-	if csv.Spec.MinKubeVersion != minKubeVersion {
-		t.Errorf("minKubeVersion %q, want %q", csv.Spec.MinKubeVersion, minKubeVersion)
+	if floor := testedFloor(t); csv.Spec.MinKubeVersion != floor {
+		t.Errorf("minKubeVersion %q, want %q: the oldest Kubernetes the suites run on (hack/tools/kubernetes and "+
+			"hack/tools/kube-apiserver/*, make test-compat)", csv.Spec.MinKubeVersion, floor)
 	}
 	for _, key := range []string{"alm-examples", "capabilities", "categories", "containerImage", "createdAt", "repository", "description"} {
 		if csv.Annotations[key] == "" {
