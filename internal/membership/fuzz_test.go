@@ -293,20 +293,28 @@ func FuzzPlan(f *testing.F) {
 				}
 			}
 		case ActionDeletePod:
-			if stuckPod(o, a.Ordinal) {
-				if target != nil && target.Healthy {
-					t.Fatalf("restarting healthy member %+v because its pod reported it cannot start", *target)
-				}
-				break // restarting a pod that runs no etcd costs no availability
-			}
-			for _, m := range o.Members {
+			// A restart is a rolling step when every member is healthy and ready, whatever else its pod
+			// reports; otherwise only a stuck pod of a member that is not healthy may be restarted.
+			var notReady *Member
+			for i, m := range o.Members {
 				if m.Ordinal < 0 {
 					continue
 				}
 				if p := o.Pods[m.Ordinal]; !m.Healthy || !p.Ready || p.Terminating {
-					t.Fatalf("restarting %+v while %+v is not healthy and ready", *target, m)
+					notReady = &o.Members[i]
+					break
 				}
 			}
+			if notReady == nil {
+				break
+			}
+			if stuckPod(o, a.Ordinal) {
+				if target != nil && target.Healthy {
+					t.Fatalf("restarting healthy member %+v because its pod reported it cannot start: %s", *target, d.Message)
+				}
+				break // restarting a pod that runs no etcd costs no availability
+			}
+			t.Fatalf("restarting %+v while %+v is not healthy and ready: %s", *target, *notReady, d.Message)
 		case ActionPromote:
 			if !target.Learner || !target.Started {
 				t.Fatalf("promoting %+v", *target)
