@@ -8,6 +8,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -136,6 +138,9 @@ func (c *client) MemberList(ctx context.Context) ([]Member, error) {
 func (c *client) Status(ctx context.Context, endpoint string) (EndpointStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	if err := unresolvable(ctx, endpoint); err != nil {
+		return EndpointStatus{}, fmt.Errorf("status of %s: %w", endpoint, err)
+	}
 	resp, err := c.c.Status(ctx, endpoint)
 	if err != nil {
 		return EndpointStatus{}, fmt.Errorf("status of %s: %w", endpoint, err)
@@ -152,6 +157,30 @@ func (c *client) Status(ctx context.Context, endpoint string) (EndpointStatus, e
 		Errors:      resp.Errors,
 	}, nil
 }
+
+// unresolvable returns the lookup's error when the endpoint's host name has no address: a member whose pod
+// is new has no DNS record until its endpoint is published, and asking it anyway waits out the whole
+// timeout while gRPC retries the lookup, which would hold every look at the cluster (a learner's
+// promotion, the next member's addition) for that long. Any other outcome, an IP address or a lookup that
+// fails otherwise, leaves the judgement to the call itself.
+func unresolvable(ctx context.Context, endpoint string) error {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return nil
+	}
+	host := u.Hostname()
+	if host == "" || net.ParseIP(host) != nil {
+		return nil
+	}
+	_, err = lookupHost(ctx, host)
+	if dnsErr := (*net.DNSError)(nil); errors.As(err, &dnsErr) && dnsErr.IsNotFound {
+		return err
+	}
+	return nil
+}
+
+// lookupHost resolves member host names (the system's resolver; tests answer for it).
+var lookupHost = net.DefaultResolver.LookupHost
 
 func (c *client) AddLearner(ctx context.Context, peerURL string) (Member, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)

@@ -101,10 +101,17 @@ func TestPlan(t *testing.T) {
 		{name: "a lagging learner is not promoted",
 			in: func() Observed {
 				o := formed(5, 4, voters(3))
-				o.Members = append(o.Members, Member{ID: 9, Ordinal: 3, Name: "c-3", Learner: true, Started: true, Healthy: true, RaftIndex: 10})
+				o.Members = append(o.Members, Member{ID: 9, Ordinal: 3, Name: "c-3", Learner: true, Started: true, Healthy: true, RaftIndex: 10, Version: "3.5.17"})
 				return o
 			}(),
 			replicas: 5, phase: PhaseScaling, message: "catching up", awaits: true},
+		{name: "a started learner that does not answer for itself is left to etcd to promote",
+			in: func() Observed {
+				o := formed(5, 4, voters(3))
+				o.Members = append(o.Members, Member{ID: 9, Ordinal: 3, Name: "c-3", Learner: true, Started: true})
+				return o
+			}(),
+			action: ActionPromote, ordinal: 3, replicas: 5, phase: PhaseScaling},
 		{name: "a caught-up learner is promoted",
 			in: func() Observed {
 				o := formed(5, 4, voters(3))

@@ -183,7 +183,10 @@ func imageFailure(cannotStart string) bool {
 	return false
 }
 
-// learners gives a learner its pod, then promotes it once it has caught up with the leader.
+// learners gives a learner its pod, then promotes it once it has caught up with the leader. A started
+// learner that did not answer for itself (a new pod's name resolves only once its endpoint is published,
+// while etcd's own traffic already flows over the connections the learner opened) is promoted by etcd's
+// judgement: etcd refuses to promote a learner that trails its leader, and the controller asks again soon.
 func learners(o Observed, v view) (Decision, bool) {
 	for _, m := range v.ours {
 		if !m.Learner {
@@ -193,7 +196,7 @@ func learners(o Observed, v view) (Decision, bool) {
 		switch {
 		case !m.Started:
 			d.Message, d.AwaitsLearner = fmt.Sprintf("starting learner %s", nameOr(m)), true
-		case v.leader != nil && m.RaftIndex+promoteLag < v.leader.RaftIndex:
+		case answered(m) && v.leader != nil && m.RaftIndex+promoteLag < v.leader.RaftIndex:
 			d.Message, d.AwaitsLearner = fmt.Sprintf("learner %s catching up (raft index %d of %d)", m.Name, m.RaftIndex, v.leader.RaftIndex), true
 		default:
 			d.Action, d.Message = Action{Type: ActionPromote, Ordinal: m.Ordinal, ID: m.ID}, fmt.Sprintf("promoting learner %s", m.Name)
@@ -449,6 +452,9 @@ func transferTarget(ours []Member, from Member) (Member, bool) {
 	}
 	return Member{}, false
 }
+
+// answered reports whether the member answered its status call (it then reports its version).
+func answered(m Member) bool { return m.Version != "" }
 
 func nameOr(m Member) string {
 	if m.Name != "" {
