@@ -7,6 +7,8 @@ BENCH_DIR ?= $(LOCALBIN)/bench
 BENCH_CLUSTERS ?= 1000
 BENCH_UNRELATED ?= 10000
 BENCH_RUNS ?= 3
+# the same run at a larger size, once, to show how time and memory grow with the number of clusters.
+BENCH_LARGE_CLUSTERS ?= 5000
 # CRD directories of the envtest scale run; add controllers/testdata/crds to install prometheus-operator's kinds.
 BENCH_CRDS ?= config/crd/bases
 # node part: runs per scenario, and the scenarios (regexp over Available, Scale, Heal, QuorumLoss, Upgrade, NoSpace, Defragment).
@@ -23,6 +25,12 @@ bench-envtest: envtest ## 1,000 EtcdClusters at once among 10,000 unrelated obje
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(BENCH_DIR)/envtest-bench -clusters $(BENCH_CLUSTERS) \
 		-unrelated $(BENCH_UNRELATED) -runs $(BENCH_RUNS) -crds $(BENCH_CRDS) -out $(BENCH_DIR)/envtest
 	@echo "profiles: go tool pprof -top $(BENCH_DIR)/envtest-bench $(BENCH_DIR)/envtest/cpu-0.pprof (heap-0.pprof)"
+
+.PHONY: bench-envtest-large
+bench-envtest-large: envtest ## The envtest scale run once with BENCH_LARGE_CLUSTERS (5,000) clusters: how time, RSS and reconciles/s grow.
+	go build -o $(BENCH_DIR)/envtest-bench ./tests/bench/envtest
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(BENCH_DIR)/envtest-bench -clusters $(BENCH_LARGE_CLUSTERS) \
+		-unrelated $(BENCH_UNRELATED) -runs 1 -crds $(BENCH_CRDS) -out $(BENCH_DIR)/envtest-large
 
 .PHONY: bench-node
 bench-node: kubectl ## Operator vs a bare etcd StatefulSet on the local node (holds the node lock; deploys the operator).

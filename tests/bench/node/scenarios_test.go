@@ -89,16 +89,21 @@ func patchSpec(t *testing.T, c *etcdv1alpha1.EtcdCluster, patch string) {
 }
 
 // TestHeal: a member's pod deleted; a member's pod and volume claim deleted. Time until Available again
-// with every member ready and the lost one replaced; next to a bare member pod's restart.
+// with every member ready and the lost one replaced; next to a bare member pod's restart and, for the
+// lost volume (a new member on a new volume), one member's start (bare 1-member StatefulSet, new volume)
+// and a bare 1-member StatefulSet's pod and claim replaced (its old pod goes first).
 func TestHeal(t *testing.T) {
 	for range runs {
 		restart := bareMemberRestart(t)
+		pod := barePodStart(t)
+		replaced := bareVolumeLoss(t)
 
 		c, done := startCluster(t, "heal", etcdVersion, nil)
 		podLost := loseMember(t, c, false)
 		volumeLost := loseMember(t, c, true)
 		done()
-		record(t, "heal", map[string]float64{"barePodRestart": restart, "podDeleted": podLost, "podAndPVCDeleted": volumeLost})
+		record(t, "heal", map[string]float64{"barePodRestart": restart, "podStart": pod, "podDeleted": podLost, "podAndPVCDeleted": volumeLost,
+			"podAndPVCDeletedRatio": volumeLost / pod, "bareVolumeLoss": replaced, "podAndPVCDeletedBareRatio": volumeLost / replaced})
 	}
 }
 

@@ -90,6 +90,14 @@ type target struct {
 	limit    float64
 	ok       bool
 	known    bool
+	// before is the figure the previous report gave for this goal (nil when it had none).
+	before *earlier
+}
+
+// earlier is a target's figure from the previous report, kept so each report shows what changed.
+type earlier struct {
+	Value    float64 `json:"value"`
+	Measured string  `json:"measured"`
 }
 
 func main() {
@@ -97,6 +105,7 @@ func main() {
 	mdPath := flag.String("md", "docs/benchmarks.md", "Markdown report")
 	pngPath := flag.String("png", "docs/benchmarks.png", "PNG chart")
 	notes := flag.String("notes", "tests/bench/notes.md", "hand-written analysis appended to the report (profiles, bounds)")
+	beforePath := flag.String("before", "tests/bench/before.json", "each target's figure in the previous report, by target name")
 	flag.Parse()
 
 	var md strings.Builder
@@ -157,10 +166,28 @@ func main() {
 		w("| heap in use at the end (MiB) | %s |\n", col(func(r envtestResult) float64 { return r.FinalHeapInuseMiB }))
 		w("| unrelated objects cached | Secrets listed/watched only with the managed-by selector: %v; ConfigMaps, Pods and the other owned kinds likewise: %v |\n\n",
 			len(unfilteredSecrets) == 0, len(unfiltered) == 0)
+		var large []envtestResult
+		if readJSON(filepath.Join(*in, "envtest-large", "results.json"), &large) && len(large) > 0 {
+			// How cost grows: the same run at a larger size, next to the median of the runs above.
+			l := large[0]
+			w("**Growth.** The same run once with %d clusters (`make bench-envtest-large`), load %s at its end:\n\n", l.Clusters, l.Load)
+			w("| figure | %d clusters (median) | %d clusters | ratio |\n|---|---|---|---|\n", r0.Clusters, l.Clusters)
+			grow := func(name string, small stat, big float64) {
+				w("| %s | %.1f | %.1f | %.2f× |\n", name, small.med, big, big/small.med)
+			}
+			grow("time until every cluster is reconciled (s)", col(func(r envtestResult) float64 { return r.ReconciledSeconds }), l.ReconciledSeconds)
+			grow("reconciles per second (burst)", col(func(r envtestResult) float64 { return r.ReconcilesPerSecond }), l.ReconcilesPerSecond)
+			grow("reconciles per second (steady state)", col(func(r envtestResult) float64 { return r.SteadyReconcilesPS }), l.SteadyReconcilesPS)
+			grow("API writes at rest", rest, l.WritesAtRest)
+			grow("RSS peak (MiB)", peak, l.PeakRSSMiB)
+			grow("heap in use, peak (MiB)", col(func(r envtestResult) float64 { return r.PeakHeapInuseMiB }), l.PeakHeapInuseMiB)
+			grow("heap in use at the end (MiB)", col(func(r envtestResult) float64 { return r.FinalHeapInuseMiB }), l.FinalHeapInuseMiB)
+			w("\n")
+		}
 		targets = append(targets,
 			target{name: "WRITES AT REST = 0", measured: fmt.Sprintf("%.0f at rest, %.2f per steady reconcile", rest.med, steady.med),
 				value: rest.med + steady.med, limit: 0, ok: rest.max == 0 && steady.max == 0, known: true},
-			target{name: "RSS < 150 MIB", measured: fmt.Sprintf("peak %.1f MiB", peak.med), value: peak.med, limit: 150, ok: peak.max < 150, known: true})
+			target{name: "RSS < 128 MIB", measured: fmt.Sprintf("peak %.1f MiB", peak.med), value: peak.med, limit: 128, ok: peak.max < 128, known: true})
 	}
 
 	// Node.
@@ -207,7 +234,13 @@ func main() {
 			}
 			r := col(avail, "ratio", is)
 			w("| %.0f | %s | %s | %s | %s |\n", n, col(avail, "operator", is), col(avail, "bare", is), r.ratio(), loads(sub))
-			if r.n > 0 {
+			switch {
+			case r.n > 0 && n == 3:
+				// The goal for the common size is tight: the operator's own work (certificates, status,
+				// membership checks) may add 5 % to what the pods themselves take.
+				targets = append(targets, target{name: "AVAILABLE 3 (TLS) <= 1.05X BARE", measured: fmt.Sprintf("%.2f×", r.med),
+					value: r.med, limit: 1.05, ok: r.med <= 1.05, known: true})
+			case r.n > 0:
 				targets = append(targets, target{name: fmt.Sprintf("AVAILABLE %.0f <= 1.25X BARE", n), measured: fmt.Sprintf("%.2f×", r.med),
 					value: r.med, limit: 1.25, ok: r.med <= 1.25, known: true})
 			}
@@ -217,12 +250,15 @@ func main() {
 		w("Time to Available: not measured in this report.\n\n")
 	}
 	if haveScale {
-		up, down := col(scale, "upRatio", nil), col(scale, "downRatio", nil)
-		w("### Scale, per member step (s)\n\n| step | operator per step | one pod start (bare 1-member StatefulSet, new volume) | ratio | load |\n|---|---|---|---|---|\n")
-		w("| 3→5 | %s | %s | %s | %s |\n", col(scale, "upStep", nil), col(scale, "podStart", nil), up.ratio(), loads(scale))
-		w("| 5→3 | %s | %s | %s | %s |\n\n", col(scale, "downStep", nil), col(scale, "podStart", nil), down.ratio(), loads(scale))
+		for _, s := range scale {
+			s["upTotalRatio"] = s["up"] / s["podStart"]
+		}
+		up, down, total := col(scale, "upRatio", nil), col(scale, "downRatio", nil), col(scale, "upTotalRatio", nil)
+		w("### Scale 3→5 and 5→3 (s)\n\n| step | operator, whole step | per member | one pod start (bare 1-member StatefulSet, new volume) | whole step / one pod start | per member / one pod start | load |\n|---|---|---|---|---|---|---|\n")
+		w("| 3→5 | %s | %s | %s | %s | %s | %s |\n", col(scale, "up", nil), col(scale, "upStep", nil), col(scale, "podStart", nil), total.ratio(), up.ratio(), loads(scale))
+		w("| 5→3 | %s | %s | %s | — | %s | %s |\n\n", col(scale, "down", nil), col(scale, "downStep", nil), col(scale, "podStart", nil), down.ratio(), loads(scale))
 		targets = append(targets,
-			target{name: "SCALE UP STEP <= 1.5X POD", measured: fmt.Sprintf("%.2f×", up.med), value: up.med, limit: 1.5, ok: up.med <= 1.5, known: true},
+			target{name: "SCALE 3-5 <= 1.3X ONE POD START", measured: fmt.Sprintf("%.2f×", total.med), value: total.med, limit: 1.3, ok: total.med <= 1.3, known: true},
 			target{name: "SCALE DOWN STEP <= 1.5X POD", measured: fmt.Sprintf("%.2f×", down.med), value: down.med, limit: 1.5, ok: down.med <= 1.5, known: true})
 	}
 	if haveHeal {
@@ -230,9 +266,20 @@ func main() {
 		w("### Heal, 3 members: time until Available again with the lost member replaced (s)\n\n| loss | operator | bare pod restart (same run) | load |\n|---|---|---|---|\n")
 		w("| member pod deleted | %s | %s | %s |\n", p, col(heal, "barePodRestart", nil), loads(heal))
 		w("| member pod and volume claim deleted | %s | — | %s |\n\n", v, loads(heal))
+		vr := col(heal, "podAndPVCDeletedRatio", nil)
+		if vr.n > 0 {
+			w("A lost volume means a new member on a new volume: one pod start (bare 1-member StatefulSet, new volume) %s in the same runs; heal / pod start %s.\n",
+				col(heal, "podStart", nil), vr.ratio())
+			if br := col(heal, "podAndPVCDeletedBareRatio", nil); br.n > 0 {
+				w("The physical floor is longer than one pod start: the StatefulSet makes the successor pod only once the old one is gone. A bare\n")
+				w("1-member StatefulSet whose claim and pod are deleted the same way has its successor Ready after %s; heal / that floor %s.\n",
+					col(heal, "bareVolumeLoss", nil), br.ratio())
+			}
+			w("\n")
+		}
 		targets = append(targets,
 			target{name: "HEAL POD < 60 S", measured: fmt.Sprintf("%.1f s", p.med), value: p.med, limit: 60, ok: p.med < 60, known: true},
-			target{name: "HEAL POD+PVC < 60 S", measured: fmt.Sprintf("%.1f s", v.med), value: v.med, limit: 60, ok: v.med < 60, known: v.n > 0})
+			target{name: "HEAL POD+PVC <= 1.2X ONE POD START", measured: fmt.Sprintf("%.2f× (%.1f s)", vr.med, v.med), value: vr.med, limit: 1.2, ok: vr.med <= 1.2, known: vr.n > 0})
 	}
 	if haveQuorumLoss {
 		w("### Quorum loss, 3 members: two members' pods and claims deleted at once, `recovery.after: 30s` (s)\n\n")
@@ -272,15 +319,21 @@ func main() {
 		w("## Backup and restore of ~1 GiB\n\nMeasured by `make bench` (`BenchmarkBackupRestore`, real etcd, no node); its output was not\navailable to this report (write it to `bin/bench/go-bench.txt`).\n\n")
 	}
 
-	w("## Targets\n\n| target | measured | met |\n|---|---|---|\n")
-	for _, t := range targets {
+	befores := map[string]earlier{}
+	readJSON(*beforePath, &befores)
+	w("## Targets\n\n| target | previous report | measured | met |\n|---|---|---|---|\n")
+	for i, t := range targets {
 		met := "no"
 		if !t.known {
 			met = "not measured"
 		} else if t.ok {
 			met = "yes"
 		}
-		w("| %s | %s | %s |\n", strings.ToLower(t.name), t.measured, met)
+		prev := "—"
+		if b, ok := befores[t.name]; ok {
+			targets[i].before, prev = &b, b.Measured
+		}
+		w("| %s | %s | %s | %s |\n", strings.ToLower(t.name), prev, t.measured, met)
 	}
 	w("\n")
 	if b, err := os.ReadFile(*notes); err == nil {
@@ -327,13 +380,14 @@ func goBench(path string) []string {
 }
 
 // writeChart draws one bar per target: measured / limit, with the limit at 1.0 (writes at rest, whose
-// limit is 0, show as a full bar when not met and an empty one when met).
+// limit is 0, show as a full bar when not met and an empty one when met), and under it, in grey, the
+// previous report's figure.
 func writeChart(path string, targets []target) error {
-	const scale, rowH, left, barW = 3, 36, 360, 520
+	const scale, rowH, left, barW = 3, 44, 360, 520
 	h := 60 + rowH*len(targets)
 	img := image.NewRGBA(image.Rect(0, 0, left+barW+200, h))
 	fill(img, img.Bounds(), color.RGBA{255, 255, 255, 255})
-	text(img, 10, 12, "MEASURED / TARGET (1.0 = TARGET, SHORTER IS BETTER)", scale, color.RGBA{0, 0, 0, 255})
+	text(img, 10, 12, "MEASURED / TARGET (1.0 = TARGET, SHORTER IS BETTER, GREY: PREVIOUS REPORT)", scale, color.RGBA{0, 0, 0, 255})
 	const maxRatio = 2.0
 	x1 := left + int(float64(barW)/maxRatio)
 	for i, t := range targets {
@@ -351,7 +405,12 @@ func writeChart(path string, targets []target) error {
 			c = color.RGBA{200, 50, 40, 255}
 		}
 		wdt := int(min(r, maxRatio) / maxRatio * barW)
-		fill(img, image.Rect(left, y, left+max(wdt, 2), y+rowH-10), c)
+		fill(img, image.Rect(left, y, left+max(wdt, 2), y+rowH-22), c)
+		if b := t.before; b != nil && t.limit > 0 {
+			bw := int(min(b.Value/t.limit, maxRatio) / maxRatio * barW)
+			fill(img, image.Rect(left, y+rowH-20, left+max(bw, 2), y+rowH-12), color.RGBA{160, 160, 160, 255})
+			text(img, left+max(bw, 2)+6, y+rowH-20, fmt.Sprintf("BEFORE %.2f", b.Value/t.limit), 2, color.RGBA{90, 90, 90, 255})
+		}
 		label := fmt.Sprintf("%.2f", r)
 		if t.limit == 0 {
 			label = fmt.Sprintf("%.0f (ABSOLUTE)", t.value)
