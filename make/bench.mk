@@ -43,6 +43,8 @@ bench-node-locked: cluster-up
 	@# An OLM install elsewhere may own the CRDs' fields (apply conflict): the rest still applies, and the
 	@# benchmark itself checks that our Deployment runs the new image and no all-namespace operator is present.
 	KUBECONFIG=$(NODE_KUBECONFIG) $(MAKE) deploy IMG=$$(cat $(NODE_DIR)/operator-image) || echo "bench-node: make deploy reported conflicts; continuing"
+	@# A trial must not overlap the old operator's exit and the new one's leader election.
+	$(KUBECTL) --kubeconfig $(NODE_KUBECONFIG) -n etcd-operator-system rollout status deployment/etcd-operator-controller-manager --timeout=5m
 	@# Results are appended per sample; a run of every scenario starts afresh, so no older build's sample counts.
 	$(if $(filter .,$(BENCH_NODE_RUN)),rm -f $(BENCH_DIR)/node/*.json)
 	KUBECONFIG=$(NODE_KUBECONFIG) KUBECTL=$(KUBECTL) BENCH_OPERATOR_IMAGE=$$(cat $(NODE_DIR)/operator-image) BENCH_OUT=$(BENCH_DIR)/node BENCH_RUNS=$(BENCH_NODE_RUNS) \
