@@ -383,7 +383,7 @@ func goBench(path string) []string {
 // limit is 0, show as a full bar when not met and an empty one when met), and under it, in grey, the
 // previous report's figure.
 func writeChart(path string, targets []target) error {
-	const scale, rowH, left, barW = 3, 44, 360, 520
+	const scale, rowH, left, barW = 3, 44, 450, 520
 	h := 60 + rowH*len(targets)
 	img := image.NewRGBA(image.Rect(0, 0, left+barW+200, h))
 	fill(img, img.Bounds(), color.RGBA{255, 255, 255, 255})
