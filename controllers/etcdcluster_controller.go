@@ -254,10 +254,11 @@ func (r *EtcdClusterReconciler) requeueAfter(c *etcdv1alpha1.EtcdCluster, obs ob
 		// No event says when etcd's view changes: a scale-up's next learner is refused until the
 		// leader has been connected to every voter for 5 s, and each step waits for that moment.
 		after = min(r.stepInterval(), learnerPollInterval)
-	case d.InProgress(), obs.hasAlarm(etcd.AlarmNoSpace), sweepUnderWay(c), maintained:
+	case d.InProgress(), obs.hasAlarm(etcd.AlarmNoSpace), sweepUnderWay(c), maintained, obs.unanswered():
 		// NOSPACE recovery and a sweep, like a membership change, are one step per reconcile; so is routine
 		// defragmentation, whose next member is due as soon as the last one is done (not a health
-		// interval later).
+		// interval later). A started member that did not answer for itself (a new pod's name resolves
+		// seconds after it runs) leaves its version and database unreported: no event says when it can.
 		after = r.stepInterval()
 	default:
 		after = r.healthInterval()

@@ -109,6 +109,17 @@ func TestRequeueAfterLooksSoonerAtAwaitedLearners(t *testing.T) {
 	if got := r.requeueAfter(c, obs, membership.Decision{Phase: membership.PhaseScaling}, false, true); got != learnerPollInterval {
 		t.Errorf("a step etcd deferred: requeue after %s, want %s (its refusal clears within seconds)", got, learnerPollInterval)
 	}
+	stable := membership.Decision{Phase: membership.PhaseStable}
+	obs.members = []etcd.Member{{ID: 1, ClientURLs: []string{"https://m-0.m.ns.svc:2379"}}, {ID: 2}}
+	obs.statuses = map[uint64]etcd.EndpointStatus{1: {MemberID: 1}}
+	if got := r.requeueAfter(c, obs, stable, false, false); got != r.healthInterval() {
+		t.Errorf("every started member answered: requeue after %s, want the health interval %s", got, r.healthInterval())
+	}
+	obs.statuses = map[uint64]etcd.EndpointStatus{}
+	if got := r.requeueAfter(c, obs, stable, false, false); got != r.stepInterval() {
+		t.Errorf("a started member did not answer: requeue after %s, want the step interval %s", got, r.stepInterval())
+	}
+	obs.members, obs.statuses = nil, nil
 	r.StepInterval = 100 * time.Millisecond
 	if got := r.requeueAfter(c, obs, awaiting, false, false); got != r.StepInterval {
 		t.Errorf("awaiting a learner with a shorter step interval: requeue after %s, want %s", got, r.StepInterval)

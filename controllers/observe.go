@@ -427,6 +427,16 @@ func peerURLOrdinal(c *etcdv1alpha1.EtcdCluster, peerURL string) int {
 const maxMembers = 16
 
 // formed reports whether the cluster has ever reached quorum.
+// unanswered reports whether a started member did not answer its status call.
+func (obs observation) unanswered() bool {
+	for _, m := range obs.members {
+		if _, ok := obs.statuses[m.ID]; len(m.ClientURLs) > 0 && !ok {
+			return true
+		}
+	}
+	return false
+}
+
 func (obs observation) formed(c *etcdv1alpha1.EtcdCluster) bool {
 	if obs.reachable {
 		return true
