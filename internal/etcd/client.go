@@ -164,15 +164,14 @@ func (c *client) Status(ctx context.Context, endpoint string) (EndpointStatus, e
 // promotion, the next member's addition) for that long. Any other outcome, an IP address or a lookup that
 // fails otherwise, leaves the judgement to the call itself.
 func unresolvable(ctx context.Context, endpoint string) error {
-	u, err := url.Parse(endpoint)
-	if err != nil {
-		return nil
+	var host string
+	if u, parseErr := url.Parse(endpoint); parseErr == nil {
+		host = u.Hostname()
 	}
-	host := u.Hostname()
 	if host == "" || net.ParseIP(host) != nil {
-		return nil
+		return nil // an unparsable endpoint fails in the call itself, with the client's own message
 	}
-	_, err = lookupHost(ctx, host)
+	_, err := lookupHost(ctx, host)
 	if dnsErr := (*net.DNSError)(nil); errors.As(err, &dnsErr) && dnsErr.IsNotFound {
 		return err
 	}
