@@ -538,10 +538,11 @@ func (obs observation) planInput(c *etcdv1alpha1.EtcdCluster, now time.Time, hea
 		}
 	}
 	for _, m := range obs.members {
+		st, answered := obs.statuses[m.ID]
 		pm := membership.Member{
 			ID: m.ID, Ordinal: obs.ordinals[m.ID], Name: m.Name, Learner: m.IsLearner,
 			Started: len(m.ClientURLs) > 0, Healthy: obs.healthy[m.ID], Leader: m.ID == leader,
-			RaftIndex: obs.statuses[m.ID].RaftIndex, Version: obs.statuses[m.ID].Version,
+			Answered: answered, RaftIndex: st.RaftIndex, Version: st.Version,
 		}
 		if len(m.PeerURLs) > 0 {
 			pm.PeerURL = m.PeerURLs[0]

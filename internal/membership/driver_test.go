@@ -117,7 +117,7 @@ func (d *driver) observe(ctx context.Context) (membership.Observed, etcdView) {
 		st, ok := v.statuses[m.ID]
 		healthy := ok && len(st.Errors) == 0
 		pm := membership.Member{ID: m.ID, Ordinal: d.ordinalOf(m), Name: m.Name, Learner: m.IsLearner,
-			Started: len(m.ClientURLs) > 0, Healthy: healthy, Leader: m.ID == leader, RaftIndex: st.RaftIndex}
+			Started: len(m.ClientURLs) > 0, Healthy: healthy, Leader: m.ID == leader, Answered: ok, RaftIndex: st.RaftIndex, Version: st.Version}
 		if !healthy {
 			if _, seen := d.state.unhealthySince[m.ID]; !seen {
 				d.state.unhealthySince[m.ID] = o.Now

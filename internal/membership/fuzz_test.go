@@ -41,7 +41,7 @@ func observedFrom(data []byte) Observed {
 			ord = -1
 		}
 		m := Member{ID: uint64(i + 1), Ordinal: ord, Name: "m", Learner: flags&1 != 0, Started: flags&2 != 0,
-			Healthy: flags&4 != 0, Leader: i == leader, RaftIndex: uint64(next()) * 100}
+			Healthy: flags&4 != 0, Answered: flags&16 != 0, Leader: i == leader, RaftIndex: uint64(next()) * 100}
 		if !m.Healthy && flags&8 != 0 {
 			m.UnhealthySince = now.Add(-time.Duration(next()) * time.Minute)
 		}

@@ -27,6 +27,8 @@ type Member struct {
 	Started bool
 	Healthy bool
 	Leader  bool
+	// Answered: the member answered the operator's status call itself, so Version and RaftIndex are its own.
+	Answered bool
 	// Version is the etcd version the member reports ("" when it did not answer).
 	Version string
 	// RaftIndex the member reports; learners are promotable once close to the leader's.

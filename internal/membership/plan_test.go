@@ -13,7 +13,7 @@ var now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 func voters(n int) []Member {
 	out := make([]Member, n)
 	for i := range out {
-		out[i] = Member{ID: uint64(100 + i), Ordinal: i, Name: "c-" + string(rune('0'+i)), Started: true, Healthy: true, RaftIndex: 5000}
+		out[i] = Member{ID: uint64(100 + i), Ordinal: i, Name: "c-" + string(rune('0'+i)), Started: true, Healthy: true, Answered: true, RaftIndex: 5000}
 	}
 	out[0].Leader = true
 	return out
@@ -101,7 +101,7 @@ func TestPlan(t *testing.T) {
 		{name: "a lagging learner is not promoted",
 			in: func() Observed {
 				o := formed(5, 4, voters(3))
-				o.Members = append(o.Members, Member{ID: 9, Ordinal: 3, Name: "c-3", Learner: true, Started: true, Healthy: true, RaftIndex: 10, Version: "3.5.17"})
+				o.Members = append(o.Members, Member{ID: 9, Ordinal: 3, Name: "c-3", Learner: true, Started: true, Healthy: true, Answered: true, RaftIndex: 10, Version: "3.5.17"})
 				return o
 			}(),
 			replicas: 5, phase: PhaseScaling, message: "catching up", awaits: true},
@@ -115,7 +115,7 @@ func TestPlan(t *testing.T) {
 		{name: "a caught-up learner is promoted",
 			in: func() Observed {
 				o := formed(5, 4, voters(3))
-				o.Members = append(o.Members, Member{ID: 9, Ordinal: 3, Name: "c-3", Learner: true, Started: true, Healthy: true, RaftIndex: 4990})
+				o.Members = append(o.Members, Member{ID: 9, Ordinal: 3, Name: "c-3", Learner: true, Started: true, Healthy: true, Answered: true, RaftIndex: 4990})
 				return o
 			}(),
 			action: ActionPromote, ordinal: 3, replicas: 5, phase: PhaseScaling},

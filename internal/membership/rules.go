@@ -196,7 +196,7 @@ func learners(o Observed, v view) (Decision, bool) {
 		switch {
 		case !m.Started:
 			d.Message, d.AwaitsLearner = fmt.Sprintf("starting learner %s", nameOr(m)), true
-		case answered(m) && v.leader != nil && m.RaftIndex+promoteLag < v.leader.RaftIndex:
+		case m.Answered && v.leader != nil && m.RaftIndex+promoteLag < v.leader.RaftIndex:
 			d.Message, d.AwaitsLearner = fmt.Sprintf("learner %s catching up (raft index %d of %d)", m.Name, m.RaftIndex, v.leader.RaftIndex), true
 		default:
 			d.Action, d.Message = Action{Type: ActionPromote, Ordinal: m.Ordinal, ID: m.ID}, fmt.Sprintf("promoting learner %s", m.Name)
@@ -454,7 +454,6 @@ func transferTarget(ours []Member, from Member) (Member, bool) {
 }
 
 // answered reports whether the member answered its status call (it then reports its version).
-func answered(m Member) bool { return m.Version != "" }
 
 func nameOr(m Member) string {
 	if m.Name != "" {
