@@ -22,6 +22,7 @@ import (
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	"github.com/seedops/etcd-operator/controllers"
 	"github.com/seedops/etcd-operator/internal/failpoint"
+	"github.com/seedops/etcd-operator/internal/memlimit"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
@@ -65,6 +66,13 @@ func main() {
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+
+	if said, err := memlimit.Apply(os.Getenv); err != nil {
+		setupLog.Error(err, "unable to set the soft memory limit")
+		os.Exit(1)
+	} else {
+		setupLog.Info(said)
+	}
 
 	if armed, err := failpoint.ArmFromEnv(); err != nil {
 		setupLog.Error(err, "unable to arm failpoints")

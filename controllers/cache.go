@@ -33,10 +33,12 @@ func WatchNamespaces(watchNamespace string) []string {
 func CacheOptions(watchNamespace string) cache.Options {
 	owned := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})}
 	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&appsv1.StatefulSet{}:           owned,
+		// Member pod specs, the StatefulSet's template and each pod's, keep only what the operator reads
+		// of them (readMemberPodSpec); the rest is about half of a template's size.
+		&appsv1.StatefulSet{}:           {Label: owned.Label, Transform: withoutManagedFields(trimStatefulSetTemplate)},
+		&corev1.Pod{}:                   {Label: owned.Label, Transform: withoutManagedFields(trimPodSpec)},
 		&corev1.Service{}:               owned,
 		&corev1.ConfigMap{}:             owned,
-		&corev1.Pod{}:                   owned,
 		&corev1.PersistentVolumeClaim{}: owned,
 		&policyv1.PodDisruptionBudget{}: owned,
 		&networkingv1.NetworkPolicy{}:   owned,
@@ -82,5 +84,37 @@ func stripJobTemplate(obj any) {
 func stripCronJobTemplate(obj any) {
 	if cj, ok := obj.(*batchv1.CronJob); ok {
 		cj.Spec.JobTemplate.Spec.Template = corev1.PodTemplateSpec{}
+	}
+}
+
+// readMemberPodSpec is what the operator reads of a member pod spec, from the StatefulSet's template or a
+// member pod: each container's name, image, environment, arguments and startup and readiness probes (the
+// member gate and its marks, the restore step's recovery, the etcd image, the advertised URLs and the probe
+// timings). Everything else of a cached spec is dropped. The operator never writes a cached object back: it
+// applies the objects it builds and compares them on a live read (applyIfChanged).
+func readMemberPodSpec(spec corev1.PodSpec) corev1.PodSpec {
+	keep := func(cs []corev1.Container) []corev1.Container {
+		if cs == nil {
+			return nil
+		}
+		out := make([]corev1.Container, len(cs))
+		for i, c := range cs {
+			out[i] = corev1.Container{Name: c.Name, Image: c.Image, Env: c.Env, Args: c.Args,
+				StartupProbe: c.StartupProbe, ReadinessProbe: c.ReadinessProbe}
+		}
+		return out
+	}
+	return corev1.PodSpec{InitContainers: keep(spec.InitContainers), Containers: keep(spec.Containers)}
+}
+
+func trimStatefulSetTemplate(obj any) {
+	if sts, ok := obj.(*appsv1.StatefulSet); ok {
+		sts.Spec.Template.Spec = readMemberPodSpec(sts.Spec.Template.Spec)
+	}
+}
+
+func trimPodSpec(obj any) {
+	if p, ok := obj.(*corev1.Pod); ok {
+		p.Spec = readMemberPodSpec(p.Spec)
 	}
 }

@@ -45,8 +45,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/memlimit"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
@@ -387,9 +389,10 @@ func startOperator(kubeconfig, logPath string) (*operator, error) {
 	}
 	cmd := exec.Command(self, "operator")
 	cmd.Stderr = logf
-	// The Go runtime settings the manager container has (config/manager: GOMEMLIMIT; GOGC default),
-	// unless this environment sets GOMEMLIMIT, or BENCH_OPERATOR_GOMEMLIMIT for the operator alone (the
-	// API server and etcd of envtest keep theirs); WATCH_NAMESPACE empty: all namespaces.
+	// The Go runtime settings the manager container has (config/manager: the soft memory limit from the
+	// container's memory limit; GOGC default), unless this environment sets GOMEMLIMIT, or
+	// BENCH_OPERATOR_GOMEMLIMIT for the operator alone (the API server and etcd of envtest keep theirs);
+	// WATCH_NAMESPACE empty: all namespaces.
 	env := append(os.Environ(), "WATCH_NAMESPACE=", "KUBECONFIG="+kubeconfig,
 		fmt.Sprintf("BENCH_MAX_CONCURRENT_RECONCILES=%d", maxConcurrentReconciles))
 	if limit := os.Getenv("BENCH_OPERATOR_GOMEMLIMIT"); limit != "" {
@@ -399,7 +402,7 @@ func startOperator(kubeconfig, logPath string) (*operator, error) {
 		if err != nil {
 			return nil, err
 		}
-		env = append(env, "GOMEMLIMIT="+limit)
+		env = append(env, fmt.Sprintf("%s=%d", memlimit.EnvContainerLimit, limit.Value()))
 	}
 	cmd.Env = env
 	stdout, err := cmd.StdoutPipe()
@@ -583,32 +586,37 @@ func printRun(r Result) {
 // managerManifest is the operator's Deployment as kustomize deploys it.
 const managerManifest = "config/manager/manager.yaml"
 
-// managerMemoryLimit reads the GOMEMLIMIT the manager container sets, so the benchmark's operator runs
-// with the deployed runtime settings.
-func managerMemoryLimit(path string) (string, error) {
+// managerMemoryLimit reads the manager container's memory limit, so the benchmark's operator runs with
+// the soft memory limit the deployed one derives from it.
+func managerMemoryLimit(path string) (resource.Quantity, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", err
+		return resource.Quantity{}, err
 	}
-	lines := strings.Split(string(b), "\n")
-	for i, l := range lines {
-		if strings.TrimSpace(l) == "- name: GOMEMLIMIT" && i+1 < len(lines) {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(lines[i+1]), "value: "); ok {
-				return strings.Trim(v, `"`), nil
+	for doc := range strings.SplitSeq(string(b), "\n---") {
+		d := &appsv1.Deployment{}
+		if err := yaml.Unmarshal([]byte(doc), d); err != nil || d.Kind != "Deployment" {
+			continue
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok && c.Name == "manager" {
+				return q, nil
 			}
 		}
 	}
-	return "", fmt.Errorf("%s: no GOMEMLIMIT on the manager container", path)
+	return resource.Quantity{}, fmt.Errorf("%s: no memory limit on the manager container", path)
 }
 
-// operatorMemoryLimit is the GOMEMLIMIT the operator process runs with (see startOperator).
+// operatorMemoryLimit is the soft memory limit the operator process runs with (see startOperator).
 func operatorMemoryLimit() string {
-	if v := os.Getenv("GOMEMLIMIT"); v != "" {
-		return v
+	for _, v := range []string{os.Getenv("BENCH_OPERATOR_GOMEMLIMIT"), os.Getenv("GOMEMLIMIT")} {
+		if v != "" {
+			return v
+		}
 	}
-	v, err := managerMemoryLimit(managerManifest)
+	q, err := managerMemoryLimit(managerManifest)
 	if err != nil {
 		return "unknown: " + err.Error()
 	}
-	return v
+	return fmt.Sprintf("%dMiB (%.0f%% of the manager container's %s limit)", int64(float64(q.Value())*memlimit.Fraction)>>20, memlimit.Fraction*100, q.String())
 }

@@ -24,6 +24,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/seedops/etcd-operator/controllers"
+	"github.com/seedops/etcd-operator/internal/memlimit"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
@@ -68,6 +69,10 @@ type operatorProc struct {
 func runOperator() error {
 	// Production logging (info, JSON) to stderr, which the harness sends to a file: as in the image.
 	ctrl.SetLogger(zap.New(zap.UseDevMode(false)))
+	// As cmd/main.go: the soft memory limit from the container's limit the harness passes on.
+	if _, err := memlimit.Apply(os.Getenv); err != nil {
+		return err
+	}
 
 	// As ctrl.GetConfigOrDie in cmd/main.go (KUBECONFIG from the harness): client-side throttling off.
 	cfg, err := ctrl.GetConfig()

@@ -492,7 +492,7 @@ func concurrencyText(n int) string {
 
 func memLimitText(v string) string {
 	if v == "" {
-		return "no `GOMEMLIMIT`"
+		return "no soft memory limit"
 	}
-	return "`GOMEMLIMIT=" + v + "` as the manager container sets it"
+	return "soft memory limit " + v
 }
