@@ -49,12 +49,16 @@ func applyIfChanged[O client.Object, A any](ctx context.Context, ap objectApplie
 		return false, fmt.Errorf("%T has no object metadata", desired)
 	}
 	key := client.ObjectKey{Namespace: *meta.GetNamespace(), Name: *meta.GetName()}
-	err := c.Get(ctx, key, existing)
+	cached, err := cachedForm(existing, c.Scheme())
+	if err != nil {
+		return false, err
+	}
+	err = c.Get(ctx, key, cached)
 	ck := fmt.Sprintf("%T/%s", existing, key)
 	hash, hashErr := hashOf(desired)
 	switch {
 	case err == nil:
-		if hashErr == nil && unchanged.is(ck, existing.GetResourceVersion(), hash) {
+		if hashErr == nil && unchanged.is(ck, cached.GetResourceVersion(), hash) {
 			return false, nil
 		}
 		if err := live.Get(ctx, key, existing); apierrors.IsNotFound(err) {
@@ -92,8 +96,12 @@ func applyIfChanged[O client.Object, A any](ctx context.Context, ap objectApplie
 
 // deleteOwned deletes the object of obj's type named name when the cluster controls it, for a spec that no
 // longer asks for it; what names the object in errors and the Deleted event, why says why it went.
-func (r *EtcdClusterReconciler) deleteOwned(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obj client.Object, name, what, why string) error {
-	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, obj)
+func (r *EtcdClusterReconciler) deleteOwned(ctx context.Context, c *etcdv1alpha1.EtcdCluster, kind client.Object, name, what, why string) error {
+	obj, err := cachedForm(kind, r.Client.Scheme())
+	if err != nil {
+		return err
+	}
+	err = r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, obj)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"reflect"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -8,10 +9,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/seedops/etcd-operator/internal/resources"
 )
@@ -37,16 +41,16 @@ func CacheOptions(watchNamespace string) cache.Options {
 		// of them (readMemberPodSpec); the rest is about half of a template's size.
 		&appsv1.StatefulSet{}:           {Label: owned.Label, Transform: withoutManagedFields(trimStatefulSetTemplate)},
 		&corev1.Pod{}:                   {Label: owned.Label, Transform: withoutManagedFields(trimPodSpec)},
-		&corev1.Service{}:               owned,
 		&corev1.ConfigMap{}:             owned,
 		&corev1.PersistentVolumeClaim{}: owned,
+		// Metadata only (metadataOnlyKinds): the same selector applies to their metadata informers.
+		&corev1.Service{}:               owned,
 		&policyv1.PodDisruptionBudget{}: owned,
 		&networkingv1.NetworkPolicy{}:   owned,
-		// Jobs and CronJobs without their pod templates: the operator reads a backup Job's status and a
-		// CronJob's metadata, never the template it wrote (applyIfChanged compares on a live read), and a
-		// template is most of their size (~5 KiB per cluster).
-		&batchv1.CronJob{}: {Label: owned.Label, Transform: withoutManagedFields(stripCronJobTemplate)},
-		&batchv1.Job{}:     {Label: owned.Label, Transform: withoutManagedFields(stripJobTemplate)},
+		&batchv1.CronJob{}:              owned,
+		// Jobs without their pod templates: the operator reads a backup Job's status, never the template
+		// it wrote, and a template is most of a Job's size.
+		&batchv1.Job{}: {Label: owned.Label, Transform: withoutManagedFields(stripJobTemplate)},
 		// Only the operator's certificate Secrets: never the namespaces' other Secrets.
 		&corev1.Secret{}: owned,
 	},
@@ -81,10 +85,27 @@ func stripJobTemplate(obj any) {
 	}
 }
 
-func stripCronJobTemplate(obj any) {
-	if cj, ok := obj.(*batchv1.CronJob); ok {
-		cj.Spec.JobTemplate.Spec.Template = corev1.PodTemplateSpec{}
+// metadataOnlyKinds are the kinds the operator writes but reads no further than their metadata: it applies
+// them whole and compares on a live read (applyIfChanged), so their watches and cache hold metadata only
+// (name, resource version, labels, owner references) and still report every change.
+var metadataOnlyKinds = []client.Object{&corev1.Service{}, &policyv1.PodDisruptionBudget{}, &networkingv1.NetworkPolicy{}, &batchv1.CronJob{}}
+
+// cachedForm is what to read an object of obj's kind into from the cache: its metadata alone for a
+// metadataOnlyKinds kind (a typed read would start a second, full watch of the kind), obj otherwise.
+func cachedForm(obj client.Object, scheme *runtime.Scheme) (client.Object, error) {
+	for _, kind := range metadataOnlyKinds {
+		if reflect.TypeOf(kind) != reflect.TypeOf(obj) {
+			continue
+		}
+		gvk, err := apiutil.GVKForObject(obj, scheme)
+		if err != nil {
+			return nil, err
+		}
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(gvk)
+		return m, nil
 	}
+	return obj, nil
 }
 
 // readMemberPodSpec is what the operator reads of a member pod spec, from the StatefulSet's template or a

@@ -7,51 +7,68 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Backup Jobs and CronJobs enter the cache without their pod templates and managed fields, and with the
-// metadata and status the operator reads.
+// Backup Jobs enter the cache without their pod templates and managed fields, and with the metadata and
+// status the operator reads.
 func TestCacheStripsJobTemplates(t *testing.T) {
-	transforms := map[string]toolscache.TransformFunc{}
+	var transform toolscache.TransformFunc
 	for obj, by := range CacheOptions("").ByObject {
-		switch obj.(type) {
-		case *batchv1.Job:
-			transforms["Job"] = by.Transform
-		case *batchv1.CronJob:
-			transforms["CronJob"] = by.Transform
+		if _, ok := obj.(*batchv1.Job); ok {
+			transform = by.Transform
 		}
 	}
-	template := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "backup", Image: "etcd"}}}}
-	meta := func() metav1.ObjectMeta {
-		return metav1.ObjectMeta{Name: "b", Labels: map[string]string{"app.kubernetes.io/managed-by": "etcd-operator"},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: FieldOwner}}}
+	if transform == nil {
+		t.Fatal("Job: no transform")
 	}
-	job := &batchv1.Job{ObjectMeta: meta(), Spec: batchv1.JobSpec{Template: template},
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{"app.kubernetes.io/managed-by": "etcd-operator"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: FieldOwner}}},
+		Spec:   batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "backup", Image: "etcd"}}}}},
 		Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}}
-	cronJob := &batchv1.CronJob{ObjectMeta: meta(), Spec: batchv1.CronJobSpec{Schedule: "0 2 * * *",
-		JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: template}}}}
-
-	for kind, obj := range map[string]metav1.Object{"Job": job, "CronJob": cronJob} {
-		tr := transforms[kind]
-		if tr == nil {
-			t.Fatalf("%s: no transform", kind)
-		}
-		if _, err := tr(obj); err != nil {
-			t.Fatalf("%s: %v", kind, err)
-		}
-		if obj.GetManagedFields() != nil || obj.GetLabels()["app.kubernetes.io/managed-by"] != "etcd-operator" {
-			t.Fatalf("%s metadata after the transform: %+v", kind, obj)
-		}
+	if _, err := transform(job); err != nil {
+		t.Fatal(err)
+	}
+	if job.GetManagedFields() != nil || job.GetLabels()["app.kubernetes.io/managed-by"] != "etcd-operator" {
+		t.Fatalf("Job metadata after the transform: %+v", job.ObjectMeta)
 	}
 	if len(job.Spec.Template.Spec.Containers) != 0 || len(job.Status.Conditions) != 1 {
 		t.Fatalf("cached Job: %+v", job)
 	}
-	if len(cronJob.Spec.JobTemplate.Spec.Template.Spec.Containers) != 0 || cronJob.Spec.Schedule != "0 2 * * *" {
-		t.Fatalf("cached CronJob: %+v", cronJob)
+}
+
+// The kinds the operator only writes are read from the cache as metadata (a typed read would start a
+// full watch beside the metadata one); every other kind is read as itself.
+func TestCachedForm(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	for obj, want := range map[client.Object]string{
+		&corev1.Service{}: "/v1, Kind=Service", &policyv1.PodDisruptionBudget{}: "policy/v1, Kind=PodDisruptionBudget",
+		&networkingv1.NetworkPolicy{}: "networking.k8s.io/v1, Kind=NetworkPolicy", &batchv1.CronJob{}: "batch/v1, Kind=CronJob",
+	} {
+		got, err := cachedForm(obj, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, ok := got.(*metav1.PartialObjectMetadata)
+		if !ok || m.GroupVersionKind().String() != want {
+			t.Errorf("%T: read as %T %v, want metadata of %s", obj, got, got.GetObjectKind().GroupVersionKind(), want)
+		}
+	}
+	for _, obj := range []client.Object{&appsv1.StatefulSet{}, &corev1.Secret{}, &corev1.ConfigMap{}, &batchv1.Job{}} {
+		if got, err := cachedForm(obj, s); err != nil || got != obj {
+			t.Errorf("%T: read as %T (%v), want itself", obj, got, err)
+		}
 	}
 }
 

@@ -10,8 +10,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -328,12 +326,8 @@ func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) (*builder.Ty
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1alpha1.EtcdCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&appsv1.StatefulSet{}).
-		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
-		Owns(&policyv1.PodDisruptionBudget{}).
-		Owns(&batchv1.CronJob{}).
 		Owns(&corev1.Secret{}).
-		Owns(&networkingv1.NetworkPolicy{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster)).
 		// Backup Jobs belong to the CronJob or to an EtcdBackup; their results are reported on the cluster.
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(backupJobToCluster)).
@@ -341,6 +335,9 @@ func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) (*builder.Ty
 		Watches(&etcdv1alpha1.EtcdBackup{}, handler.EnqueueRequestsFromMapFunc(r.backupToRestoringClusters)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Named(ClusterControllerName)
+	for _, kind := range metadataOnlyKinds {
+		b = b.Owns(kind, builder.OnlyMetadata)
+	}
 	// PodMonitors and PrometheusRules only where prometheus-operator's CRDs are installed when the operator
 	// starts (installed later, they take an operator restart); cached as metadata only (applyMonitoringObject).
 	for _, kind := range []struct {

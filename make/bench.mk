@@ -9,6 +9,8 @@ BENCH_UNRELATED ?= 10000
 BENCH_RUNS ?= 3
 # the same run at a larger size, once, to show how time and memory grow with the number of clusters.
 BENCH_LARGE_CLUSTERS ?= 5000
+# the same run with the operator's container limited to this much memory (its soft limit is half of it).
+BENCH_LEAN_MEMORY_LIMIT ?= 160Mi
 # CRD directories of the envtest scale run; add controllers/testdata/crds to install prometheus-operator's kinds.
 BENCH_CRDS ?= config/crd/bases
 # node part: runs per scenario, and the scenarios (regexp over Available, Scale, Heal, QuorumLoss, Upgrade, NoSpace, Defragment).
@@ -31,6 +33,12 @@ bench-envtest-large: envtest ## The envtest scale run once with BENCH_LARGE_CLUS
 	go build -o $(BENCH_DIR)/envtest-bench ./tests/bench/envtest
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(BENCH_DIR)/envtest-bench -clusters $(BENCH_LARGE_CLUSTERS) \
 		-unrelated $(BENCH_UNRELATED) -runs 1 -crds $(BENCH_CRDS) -out $(BENCH_DIR)/envtest-large
+
+.PHONY: bench-envtest-lean
+bench-envtest-lean: envtest ## The envtest scale run with the operator's container limit at BENCH_LEAN_MEMORY_LIMIT (160Mi): memory for GC work.
+	go build -o $(BENCH_DIR)/envtest-bench ./tests/bench/envtest
+	BENCH_OPERATOR_MEMORY_LIMIT=$(BENCH_LEAN_MEMORY_LIMIT) KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(BENCH_DIR)/envtest-bench -clusters $(BENCH_CLUSTERS) \
+		-unrelated $(BENCH_UNRELATED) -runs 2 -crds $(BENCH_CRDS) -out $(BENCH_DIR)/envtest-lean
 
 .PHONY: bench-node
 bench-node: kubectl ## Operator vs a bare etcd StatefulSet on the local node (holds the node lock; deploys the operator).

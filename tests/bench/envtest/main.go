@@ -95,6 +95,7 @@ type Result struct {
 	Reads                   []string `json:"reads"`
 	SecretsWatched          bool     `json:"secretsWatched"`
 	UnfilteredWatches       []string `json:"unfilteredWatches"` // lists/watches of managed kinds without the managed-by selector
+	WatchedTwice            []string `json:"watchedTwice"`      // kinds watched both in full and as metadata (two caches of one kind)
 	Load1                   string   `json:"loadavg"`           // /proc/loadavg at the end of the run
 	CPUProfile              string   `json:"cpuProfile"`
 	HeapProfile             string   `json:"heapProfile"`
@@ -294,7 +295,16 @@ func run(ctx context.Context, idx, nClusters, nUnrelated, nNS int, rest time.Dur
 	res.PeakHeapInuseMiB, res.PeakHeapAllocMiB = mib(int64(s.PeakHeapInuse)), mib(int64(s.PeakHeapAlloc))
 	res.FinalHeapInuseMiB = mib(int64(s.HeapInuse))
 	res.Reads = s.Reads
+	asMetadata := map[string]bool{}
 	for _, r := range s.Reads {
+		if path, ok := strings.CutSuffix(r, metadataReadMark); ok {
+			asMetadata[strings.SplitN(path, "?", 2)[0]] = true
+		}
+	}
+	for _, r := range s.Reads {
+		if path := strings.SplitN(r, "?", 2)[0]; !strings.HasSuffix(r, metadataReadMark) && asMetadata[path] {
+			res.WatchedTwice = append(res.WatchedTwice, path)
+		}
 		if strings.Contains(r, "/secrets") {
 			res.SecretsWatched = true
 		}
@@ -390,9 +400,9 @@ func startOperator(kubeconfig, logPath string) (*operator, error) {
 	cmd := exec.Command(self, "operator")
 	cmd.Stderr = logf
 	// The Go runtime settings the manager container has (config/manager: the soft memory limit from the
-	// container's memory limit; GOGC default), unless this environment sets GOMEMLIMIT, or
-	// BENCH_OPERATOR_GOMEMLIMIT for the operator alone (the API server and etcd of envtest keep theirs);
-	// WATCH_NAMESPACE empty: all namespaces.
+	// container's memory limit, or BENCH_OPERATOR_MEMORY_LIMIT's; GOGC default), unless this environment
+	// sets GOMEMLIMIT, or BENCH_OPERATOR_GOMEMLIMIT for the operator alone (the API server and etcd of
+	// envtest keep theirs); WATCH_NAMESPACE empty: all namespaces.
 	env := append(os.Environ(), "WATCH_NAMESPACE=", "KUBECONFIG="+kubeconfig,
 		fmt.Sprintf("BENCH_MAX_CONCURRENT_RECONCILES=%d", maxConcurrentReconciles))
 	if limit := os.Getenv("BENCH_OPERATOR_GOMEMLIMIT"); limit != "" {
@@ -579,16 +589,20 @@ func printRun(r Result) {
 		r.RestSeconds, r.WritesAtRest, r.SteadyWrites, r.SteadyReconciles, r.SteadyReconcilesPS)
 	fmt.Printf("  RSS idle %.1f MiB, peak %.1f MiB, final %.1f MiB; heap in use idle %.1f, peak %.1f, final %.1f MiB\n",
 		r.IdleRSSMiB, r.PeakRSSMiB, r.FinalRSSMiB, r.IdleHeapMiB, r.PeakHeapInuseMiB, r.FinalHeapInuseMiB)
-	fmt.Printf("  secrets watched: %v; managed kinds watched without the managed-by selector: %v; load %s; GOMAXPROCS %d\n",
-		r.SecretsWatched, r.UnfilteredWatches, r.Load1, runtime.GOMAXPROCS(0))
+	fmt.Printf("  secrets watched: %v; managed kinds watched without the managed-by selector: %v; watched both in full and as metadata: %v; load %s; GOMAXPROCS %d\n",
+		r.SecretsWatched, r.UnfilteredWatches, r.WatchedTwice, r.Load1, runtime.GOMAXPROCS(0))
 }
 
 // managerManifest is the operator's Deployment as kustomize deploys it.
 const managerManifest = "config/manager/manager.yaml"
 
 // managerMemoryLimit reads the manager container's memory limit, so the benchmark's operator runs with
-// the soft memory limit the deployed one derives from it.
+// the soft memory limit the deployed one derives from it; BENCH_OPERATOR_MEMORY_LIMIT stands for another
+// container limit.
 func managerMemoryLimit(path string) (resource.Quantity, error) {
+	if v := os.Getenv("BENCH_OPERATOR_MEMORY_LIMIT"); v != "" {
+		return resource.ParseQuantity(v)
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return resource.Quantity{}, err
@@ -618,5 +632,5 @@ func operatorMemoryLimit() string {
 	if err != nil {
 		return "unknown: " + err.Error()
 	}
-	return fmt.Sprintf("%dMiB (%.0f%% of the manager container's %s limit)", int64(float64(q.Value())*memlimit.Fraction)>>20, memlimit.Fraction*100, q.String())
+	return fmt.Sprintf("%dMiB (%.0f%% of a %s container limit)", int64(float64(q.Value())*memlimit.Fraction)>>20, memlimit.Fraction*100, q.String())
 }

@@ -144,6 +144,9 @@ func runOperator() error {
 }
 
 // wrap counts mutating requests (anything but GET) and records the distinct lists and watches.
+// metadataReadMark ends a recorded read made for metadata only (a metadata informer's list and watch).
+const metadataReadMark = " (metadata)"
+
 func (p *operatorProc) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		p.mu.Lock()
@@ -153,7 +156,11 @@ func (p *operatorProc) wrap(rt http.RoundTripper) http.RoundTripper {
 				p.writeLog = append(p.writeLog, req.Method+" "+req.URL.Path)
 			}
 		} else if q := req.URL.Query(); q.Get("watch") == "true" || q.Has("resourceVersion") || q.Has("limit") {
-			p.reads[req.URL.Path+"?labelSelector="+q.Get("labelSelector")] = true
+			key := req.URL.Path + "?labelSelector=" + q.Get("labelSelector")
+			if strings.Contains(req.Header.Get("Accept"), "as=PartialObjectMetadata") {
+				key += metadataReadMark
+			}
+			p.reads[key] = true
 		}
 		p.mu.Unlock()
 		return rt.RoundTrip(req)
