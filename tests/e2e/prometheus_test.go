@@ -19,11 +19,13 @@ import (
 	promapi "github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
@@ -93,6 +95,20 @@ var _ = Describe("Monitoring with a real Prometheus", Ordered, Label("prometheus
 		GinkgoWriter.Printf("one member's scrape: %d metric names; the operator's series of the cluster: %d metric names: %v\n",
 			len(names), len(ops), metricNamesOf(ops))
 		Expect(len(names)).To(BeNumerically(">", 100), "etcd serves hundreds of metrics")
+
+		By("the operator's Go runtime runs with half its container's memory limit as the soft limit")
+		d := &appsv1.Deployment{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: operatorDeployment}, d)).To(Succeed())
+		var limit int64
+		for _, ctr := range d.Spec.Template.Spec.Containers {
+			if ctr.Name == "manager" {
+				limit = ctr.Resources.Limits.Memory().Value()
+			}
+		}
+		Expect(limit).To(BeNumerically(">", 0), "the manager container has a memory limit")
+		soft := query(Default, prom, `go_gc_gomemlimit_bytes{job="etcd-operator"}`)
+		Expect(soft).To(HaveLen(1))
+		Expect(float64(soft[0].Value)).To(Equal(float64(limit/2)), "container limit %d bytes", limit)
 	})
 
 	It("returns data for every query of the dashboard", func() {
