@@ -50,7 +50,7 @@ func (r *EtcdClusterReconciler) reconcileAuth(ctx context.Context, s *reconcileS
 	if obs.authEnabled == nil || *obs.authEnabled == want || !obs.reachable || d.InProgress() {
 		return nil
 	}
-	cli, err := r.dial(ctx, c, &obs, dialURLs(obs))
+	cli, err := r.dial(ctx, c, &obs, sortedClientURLs(obs))
 	if err != nil {
 		return err
 	}
@@ -122,14 +122,7 @@ func passwordIn(secret *corev1.Secret) (string, error) {
 	return "", waitError{fmt.Errorf("the Secret %s has no %q key for the root password", secret.Name, rootPasswordKey), authRetry}
 }
 
-// dialURLs are the client URLs of the member pods that can be dialed (MemberURLs.Dialable), in a stable
-// order.
-func dialURLs(obs observation) []string {
-	var out []string
-	for _, ord := range slices.Sorted(maps.Keys(obs.clientURLs)) {
-		if p := obs.podByOrdinal[ord]; p != nil && obs.urls.Dialable(p) {
-			out = append(out, obs.clientURLs[ord])
-		}
-	}
-	return out
+// sortedClientURLs are the member pods' client URLs in a stable order.
+func sortedClientURLs(obs observation) []string {
+	return slices.Sorted(maps.Values(obs.clientURLs))
 }

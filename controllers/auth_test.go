@@ -70,27 +70,14 @@ func TestPasswordIn(t *testing.T) {
 	}
 }
 
-// The operator dials every member pod that has an address and runs etcd, in the same order whatever the
-// map's: a pod's DNS name is asked for only once it exists, and only once etcd can answer.
-func TestDialURLs(t *testing.T) {
-	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
-	pod := func(ip string) *corev1.Pod {
-		return &corev1.Pod{Status: corev1.PodStatus{PodIP: ip, ContainerStatuses: []corev1.ContainerStatus{{Name: "etcd", State: running}}}}
-	}
-	starting := pod("10.0.0.5")
-	starting.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}
-	obs := observation{urls: dnsURLs{},
-		clientURLs:   map[int]string{3: "https://c-3:2379", 2: "https://c-2:2379", 0: "https://c-0:2379", 1: "https://c-1:2379", 4: "https://c-4:2379"},
-		podByOrdinal: map[int]*corev1.Pod{0: pod("10.0.0.1"), 1: pod("10.0.0.2"), 2: pod("10.0.0.3"), 3: pod(""), 4: starting}}
+// The operator dials every member pod, in the same order whatever the map's.
+func TestSortedClientURLs(t *testing.T) {
+	obs := observation{clientURLs: map[int]string{2: "https://c-2:2379", 0: "https://c-0:2379", 1: "https://c-1:2379"}}
 	want := []string{"https://c-0:2379", "https://c-1:2379", "https://c-2:2379"}
 	for range 5 {
-		if got := dialURLs(obs); !slices.Equal(got, want) {
-			t.Fatalf("dialURLs: %v, want %v", got, want)
+		if got := sortedClientURLs(obs); !slices.Equal(got, want) {
+			t.Fatalf("sortedClientURLs: %v, want %v", got, want)
 		}
-	}
-	obs.podByOrdinal = map[int]*corev1.Pod{0: pod(""), 1: pod(""), 2: pod(""), 3: pod("")}
-	if got := dialURLs(obs); len(got) != 0 {
-		t.Fatalf("dialURLs of pods without addresses: %v", got)
 	}
 }
 

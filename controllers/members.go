@@ -239,20 +239,18 @@ func stepEndpoints(c *etcdv1alpha1.EtcdCluster, a membership.Action, obs observa
 	return endpoints, nil
 }
 
-// voterClientURLs lists the client URLs of the voting members whose pods can be dialed; every such pod's
-// URL when etcd's member list is unknown (the step then fails or succeeds on whichever member answers).
+// voterClientURLs lists the client URLs of the voting members that have a pod; all pods' URLs when etcd's
+// member list is unknown (the step then fails or succeeds on whichever member answers).
 func voterClientURLs(c *etcdv1alpha1.EtcdCluster, obs observation, urls MemberURLs) []string {
 	var endpoints []string
 	for _, m := range obs.members {
-		if ord, ok := obs.ordinals[m.ID]; ok && !m.IsLearner && obs.podByOrdinal[ord] != nil && urls.Dialable(obs.podByOrdinal[ord]) {
+		if ord, ok := obs.ordinals[m.ID]; ok && !m.IsLearner && obs.podByOrdinal[ord] != nil {
 			endpoints = append(endpoints, urls.ClientURL(c, ord))
 		}
 	}
 	if len(endpoints) == 0 {
-		for ord, p := range obs.podByOrdinal {
-			if urls.Dialable(p) {
-				endpoints = append(endpoints, urls.ClientURL(c, ord))
-			}
+		for ord := range obs.podByOrdinal {
+			endpoints = append(endpoints, urls.ClientURL(c, ord))
 		}
 	}
 	slices.Sort(endpoints)

@@ -23,7 +23,6 @@ func (ordinalURLs) PeerURL(_ *etcdv1alpha1.EtcdCluster, i int) string {
 func (ordinalURLs) ClientURL(_ *etcdv1alpha1.EtcdCluster, i int) string {
 	return fmt.Sprintf("client-%d", i)
 }
-func (ordinalURLs) Dialable(*corev1.Pod) bool { return true }
 
 // TestVoterClientURLs: membership steps are sent to voting members with a pod only; a learner answers
 // every such request with "rpc not supported for learner" (seen on the node: a promotion failed and was

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -86,8 +85,6 @@ type observation struct {
 type MemberURLs interface {
 	PeerURL(c *etcdv1alpha1.EtcdCluster, ordinal int) string
 	ClientURL(c *etcdv1alpha1.EtcdCluster, ordinal int) string
-	// Dialable reports whether the member pod's client URL can be dialed yet.
-	Dialable(pod *corev1.Pod) bool
 }
 
 // dnsURLs are the members' stable DNS names through the headless Service.
@@ -99,23 +96,6 @@ func (u dnsURLs) PeerURL(c *etcdv1alpha1.EtcdCluster, i int) string {
 
 func (u dnsURLs) ClientURL(c *etcdv1alpha1.EtcdCluster, i int) string {
 	return resources.MemberClientURL(c, i, u.o)
-}
-
-// Dialable: the pod runs etcd, and its DNS name exists, which it does once the pod has an address (the
-// headless Service publishes pods before they are ready). Asked for earlier, the cluster DNS answers that
-// the name does not exist and remembers that answer for seconds after the name does exist: a new member
-// would look unreachable that much longer. And a call to a pod whose etcd has not started waits out its
-// timeout, holding back the look that the pod's next change (etcd started, then ready) brings.
-func (u dnsURLs) Dialable(pod *corev1.Pod) bool {
-	if pod.Status.PodIP == "" {
-		return false
-	}
-	for _, st := range pod.Status.ContainerStatuses {
-		if st.Name == "etcd" {
-			return st.State.Running != nil
-		}
-	}
-	return false
 }
 
 func (r *EtcdClusterReconciler) urlsFor(o resources.Options) MemberURLs {
@@ -265,11 +245,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 		}
 	}
 
-	switch {
-	case r.Dialer == nil || len(obs.pods) == 0:
-	case len(dialURLs(obs)) == 0:
-		obs.etcdErr = errors.New("no member pod runs etcd with an address to dial")
-	default:
+	if r.Dialer != nil && len(obs.pods) > 0 {
 		obs.etcdErr = r.observeEtcd(ctx, c, &obs)
 		obs.reachable = obs.etcdErr == nil
 	}
@@ -298,7 +274,7 @@ func (r *EtcdClusterReconciler) statefulSet(ctx context.Context, c *etcdv1alpha1
 
 // observeEtcd reads the member list and asks each member about itself.
 func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation) error {
-	cli, err := r.dial(ctx, c, obs, dialURLs(*obs))
+	cli, err := r.dial(ctx, c, obs, sortedClientURLs(*obs))
 	if err != nil {
 		return err
 	}
@@ -385,15 +361,12 @@ type survivor struct {
 	status   etcd.EndpointStatus
 }
 
-// surveyMembers asks each member pod, by ordinal, about itself (a pod that cannot be dialed yet, by
-// MemberURLs.Dialable, is reported as not answering).
+// surveyMembers asks each member pod, by ordinal, about itself.
 func surveyMembers(ctx context.Context, cli etcd.Client, obs observation) []survivor {
 	ordinals := slices.Sorted(maps.Keys(obs.clientURLs))
 	endpoints := make([]string, len(ordinals))
 	for i, ord := range ordinals {
-		if p := obs.podByOrdinal[ord]; p != nil && obs.urls.Dialable(p) {
-			endpoints[i] = obs.clientURLs[ord]
-		}
+		endpoints[i] = obs.clientURLs[ord]
 	}
 	answers := askEach(ctx, cli, endpoints)
 	out := make([]survivor, len(ordinals))

@@ -57,7 +57,6 @@ type processURLs struct{ c *etcdtest.Cluster }
 
 func (u processURLs) PeerURL(_ *etcdv1alpha1.EtcdCluster, i int) string   { return u.c.PeerURL(i) }
 func (u processURLs) ClientURL(_ *etcdv1alpha1.EtcdCluster, i int) string { return u.c.ClientURL(i) }
-func (u processURLs) Dialable(*corev1.Pod) bool                           { return true }
 
 // fakeKubelet plays the StatefulSet controller and the kubelet for one cluster: a pod per ordinal below
 // the StatefulSet's size, each an etcd process configured from the operator's ConfigMap, ready when
