@@ -20,6 +20,7 @@ import (
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	"github.com/seedops/etcd-operator/internal/etcd"
+	"github.com/seedops/etcd-operator/internal/membergate"
 	"github.com/seedops/etcd-operator/internal/membership"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
@@ -54,6 +55,9 @@ type observation struct {
 	statuses  map[uint64]etcd.EndpointStatus
 	ordinals  map[uint64]int
 	healthy   map[uint64]bool
+	// initialClusterIntact: etcd's members are exactly those it bootstrapped with, and one of them never
+	// started (only then is it looked at: it takes one more call).
+	initialClusterIntact bool
 	// previous is the last reported status of each member, by name.
 	previous map[string]etcdv1alpha1.MemberStatus
 
@@ -323,7 +327,26 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, c *etcdv1alpha1
 		// passes readiness (which needs quorum); a learner cannot pass readiness, so answering is enough.
 		obs.healthy[m.ID] = len(healthErrors(st.Errors)) == 0 && (m.IsLearner || (pod != nil && podReady(pod)))
 	}
+	obs.initialClusterIntact = initialClusterIntact(ctx, cli, c, obs.members)
 	return nil
+}
+
+// initialClusterIntact reports whether members, of which one never started and none is a learner, are
+// exactly the cluster etcd bootstrapped under c's initial cluster token (membergate.IsInitialCluster).
+func initialClusterIntact(ctx context.Context, cli etcd.Client, c *etcdv1alpha1.EtcdCluster, members []etcd.Member) bool {
+	peers, unstarted := map[uint64][]string{}, false
+	for _, m := range members {
+		if m.IsLearner {
+			return false
+		}
+		unstarted = unstarted || len(m.ClientURLs) == 0
+		peers[m.ID] = m.PeerURLs
+	}
+	if !unstarted {
+		return false
+	}
+	id, err := cli.ClusterID(ctx)
+	return err == nil && membergate.IsInitialCluster(id, peers, resources.InitialClusterToken(c))
 }
 
 // memberAnswer is one member's answer to the status call.
@@ -426,7 +449,6 @@ func peerURLOrdinal(c *etcdv1alpha1.EtcdCluster, peerURL string) int {
 // maxMembers bounds the ordinals considered (replicas are at most 7; one more for a learner in flight).
 const maxMembers = 16
 
-// formed reports whether the cluster has ever reached quorum.
 // unanswered reports whether a started member did not answer its status call.
 func (obs observation) unanswered() bool {
 	for _, m := range obs.members {
@@ -437,6 +459,8 @@ func (obs observation) unanswered() bool {
 	return false
 }
 
+// formed reports whether the cluster has ever reached quorum: an etcd member serves clients (the member
+// list included) only once it has joined one.
 func (obs observation) formed(c *etcdv1alpha1.EtcdCluster) bool {
 	if obs.reachable {
 		return true
@@ -486,15 +510,16 @@ func (obs observation) voters(c *etcdv1alpha1.EtcdCluster) int32 {
 // planInput turns the observation into the planner's input.
 func (obs observation) planInput(c *etcdv1alpha1.EtcdCluster, now time.Time, healAfter time.Duration) membership.Observed {
 	in := membership.Observed{
-		Desired:             int(c.Spec.Replicas),
-		StatefulSetReplicas: -1,
-		Formed:              obs.formed(c),
-		Reachable:           obs.reachable,
-		Pods:                map[int]membership.Pod{},
-		Volumes:             map[int]membership.Volume{},
-		Now:                 now,
-		HealAfter:           healAfter,
-		TargetVersion:       c.Spec.Version,
+		Desired:              int(c.Spec.Replicas),
+		StatefulSetReplicas:  -1,
+		Formed:               obs.formed(c),
+		Reachable:            obs.reachable,
+		InitialClusterIntact: obs.initialClusterIntact,
+		Pods:                 map[int]membership.Pod{},
+		Volumes:              map[int]membership.Volume{},
+		Now:                  now,
+		HealAfter:            healAfter,
+		TargetVersion:        c.Spec.Version,
 	}
 	if avail := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable); avail != nil && avail.Status == metav1.ConditionTrue {
 		in.QuorumSince = avail.LastTransitionTime.Time

@@ -49,6 +49,8 @@ type EndpointStatus struct {
 type Client interface {
 	// MemberList returns the cluster's members, learners included.
 	MemberList(ctx context.Context) ([]Member, error)
+	// ClusterID is the ID etcd gave the cluster when it bootstrapped (it never changes).
+	ClusterID(ctx context.Context) (uint64, error)
 	// Status asks the member serving endpoint about itself.
 	Status(ctx context.Context, endpoint string) (EndpointStatus, error)
 	// AddLearner adds a non-voting member with the given peer URL and returns the new member list.
@@ -133,6 +135,16 @@ func (c *client) MemberList(ctx context.Context) ([]Member, error) {
 		out = append(out, Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner})
 	}
 	return out, nil
+}
+
+func (c *client) ClusterID(ctx context.Context) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.c.MemberList(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("list etcd members: %w", err)
+	}
+	return resp.Header.GetClusterId(), nil
 }
 
 func (c *client) Status(ctx context.Context, endpoint string) (EndpointStatus, error) {

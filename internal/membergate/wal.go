@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -14,6 +15,7 @@ import (
 	"go.etcd.io/etcd/server/v3/etcdserver/api/membership"
 	"go.etcd.io/etcd/server/v3/storage/wal"
 	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
+	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -35,6 +37,32 @@ func BootstrapMemberID(name string, peerURLs []string, token string) (uint64, er
 		return 0, err
 	}
 	return uint64(membership.NewMember(name, urls, token, nil).ID), nil
+}
+
+// IsInitialCluster reports whether a cluster with this ID and these members (member ID to peer URLs) is
+// exactly the cluster a static bootstrap under token derives from those URLs: no member was added or
+// removed since. A member of it that never started can then still start as one of the bootstrap's
+// members (initial cluster state "new"), under the same member and cluster IDs; etcd itself refuses that
+// to a member that started before ("member has already been bootstrapped").
+func IsInitialCluster(clusterID uint64, members map[uint64][]string, token string) bool {
+	urls := types.URLsMap{}
+	for id, peers := range members {
+		u, err := types.NewURLs(peers)
+		if err != nil {
+			return false
+		}
+		urls[strconv.FormatUint(id, 16)] = u // names do not enter member IDs
+	}
+	cl, err := membership.NewClusterFromURLsMap(zap.NewNop(), token, urls)
+	if err != nil || uint64(cl.ID()) != clusterID {
+		return false
+	}
+	for _, id := range cl.MemberIDs() {
+		if _, ok := members[uint64(id)]; !ok {
+			return false
+		}
+	}
+	return len(members) > 0
 }
 
 // walSegments lists the WAL's segment files, newest first. Names are <seq>-<index>.wal in fixed-width

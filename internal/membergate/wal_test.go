@@ -1,9 +1,11 @@
 package membergate
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/server/v3/storage/wal"
@@ -99,5 +101,41 @@ func TestReadWALMetadataWithoutAWAL(t *testing.T) {
 	}
 	if _, ok, _ := ReadWALMetadata(dir); ok {
 		t.Fatal("a .tmp file counts as a WAL")
+	}
+}
+
+// TestIsInitialCluster checks the derivation against a cluster etcd bootstrapped: it holds for the
+// bootstrap's members and token, and stops holding once a member is removed or under another token.
+func TestIsInitialCluster(t *testing.T) {
+	c := startCluster(t, "gate-initial", 3, nil)
+	cli := client(t, c, nil, 0, 1, 2)
+	list := func() (uint64, map[uint64][]string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		resp, err := cli.MemberList(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		members := map[uint64][]string{}
+		for _, m := range resp.Members {
+			members[m.ID] = m.PeerURLs
+		}
+		return resp.Header.ClusterId, members
+	}
+	id, members := list()
+	if !IsInitialCluster(id, members, c.Name) {
+		t.Fatalf("cluster %x with members %v: not recognised as the initial cluster of token %q", id, members, c.Name)
+	}
+	if IsInitialCluster(id, members, c.Name+"-other") {
+		t.Fatal("recognised under another token")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c.Stop(2)
+	if _, err := cli.MemberRemove(ctx, memberID(t, cli, c.MemberName(2))); err != nil {
+		t.Fatal(err)
+	}
+	if id, members = list(); IsInitialCluster(id, members, c.Name) {
+		t.Fatalf("a member was removed, yet members %v are taken for the initial cluster %x", members, id)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seedops/etcd-operator/internal/etcd"
 	"github.com/seedops/etcd-operator/internal/etcdtest"
+	"github.com/seedops/etcd-operator/internal/membergate"
 	"github.com/seedops/etcd-operator/internal/membership"
 )
 
@@ -26,6 +27,8 @@ type driver struct {
 	calls     int // mutating calls made by this driver
 	maxCalls  int // crash after this many calls (0: never)
 	healAfter time.Duration
+	// unprovisioned ordinals have no volume yet: their "pods" do not start (a slow volume provisioner).
+	unprovisioned map[int]bool
 }
 
 // persisted is what survives an operator crash: the StatefulSet size, the ConfigMap, claim annotations,
@@ -50,8 +53,9 @@ func newPersisted() *persisted {
 var dialer = etcd.NewDialer(3 * time.Second)
 
 type etcdView struct {
-	members  []etcd.Member
-	statuses map[uint64]etcd.EndpointStatus
+	members   []etcd.Member
+	statuses  map[uint64]etcd.EndpointStatus
+	clusterID uint64
 }
 
 func (d *driver) dial(ctx context.Context, ords []int) (etcd.Client, error) {
@@ -73,6 +77,9 @@ func (d *driver) view(ctx context.Context) (etcdView, bool) {
 	}
 	defer func() { _ = cli.Close() }()
 	if v.members, err = cli.MemberList(ctx); err != nil {
+		return v, false
+	}
+	if v.clusterID, err = cli.ClusterID(ctx); err != nil {
 		return v, false
 	}
 	for _, m := range v.members {
@@ -113,6 +120,11 @@ func (d *driver) observe(ctx context.Context) (membership.Observed, etcdView) {
 	for _, st := range v.statuses {
 		leader = max(leader, st.Leader)
 	}
+	peers := map[uint64][]string{}
+	for _, m := range v.members {
+		peers[m.ID] = m.PeerURLs
+	}
+	o.InitialClusterIntact = reachable && membergate.IsInitialCluster(v.clusterID, peers, d.c.Name)
 	for _, m := range v.members {
 		st, ok := v.statuses[m.ID]
 		healthy := ok && len(st.Errors) == 0
@@ -159,8 +171,8 @@ func (d *driver) step(ctx context.Context) (membership.Decision, error) {
 		}
 	}
 	for i := range dec.Replicas {
-		if d.state.volumes[i].Deleting {
-			continue // its claim is being deleted: the pod cannot start again until a new claim exists
+		if d.state.volumes[i].Deleting || d.unprovisioned[i] {
+			continue // no claim to start on: being deleted, or not provisioned yet
 		}
 		if !d.c.Running(i) {
 			cfg := d.c.InitialCluster(d.state.config.Ordinals())

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seedops/etcd-operator/internal/etcdtest"
 	"github.com/seedops/etcd-operator/internal/membership"
 )
 
@@ -35,6 +36,55 @@ func TestScaleUpAddsLearnersAndPromotes(t *testing.T) {
 	want := []string{"AddLearner", "Promote", "AddLearner", "Promote"}
 	if !slices.Equal(d.state.steps, want) {
 		t.Fatalf("steps %v, want %v", d.state.steps, want)
+	}
+}
+
+// Volumes are provisioned one after the other: three of five members start, elect a leader and the cluster
+// forms before the last two have volumes. Those two are members of the bootstrap that never started: they
+// start as such ("new", from the same list), not as joiners of an existing cluster (etcd 3.5 waits on its
+// peers when told to join with an empty data directory), and no membership change is made.
+func TestLateInitialMembersBootstrapWithTheFirst(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bin, err := etcdtest.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := etcdtest.New("m", t.TempDir(), bin)
+	defer c.Close()
+	d := &driver{t: t, c: c, state: newPersisted(), desired: 5, healAfter: time.Hour, unprovisioned: map[int]bool{3: true, 4: true}}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		dec, err := d.step(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, _ := d.observe(ctx); o.Formed {
+			if !o.InitialClusterIntact {
+				t.Fatalf("formed from its bootstrap, yet not recognised as its initial cluster: %+v", o.Members)
+			}
+			break
+		}
+		if dec.Config == nil || dec.Config.State != membership.StateNew {
+			t.Fatalf("before any leader: plan %s %q with configuration %+v, want the bootstrap (state new)", dec.Phase, dec.Message, dec.Config)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("three of five members never elected a leader\n%s", d.logs())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	dec, err := d.step(ctx)
+	if err != nil || dec.Config == nil || dec.Config.State != membership.StateNew || !slices.Equal(dec.Config.Ordinals(), []int{0, 1, 2, 3, 4}) || dec.Action.Type != membership.ActionNone {
+		t.Fatalf("formed with members 3 and 4 never started: plan %s %q, action %+v, configuration %+v (err %v); want the bootstrap's list, state new, no step",
+			dec.Phase, dec.Message, dec.Action, dec.Config, err)
+	}
+	d.unprovisioned = nil
+	d.converge(ctx, 60*time.Second)
+	if got := d.members(ctx); !slices.Equal(got, []string{"0", "1", "2", "3", "4"}) {
+		t.Fatalf("members %v, want the initial five", got)
+	}
+	if len(d.state.steps) > 0 || d.state.config.State != membership.StateExisting {
+		t.Fatalf("steps %v and configuration %+v: want no membership change, and state existing once every member started", d.state.steps, d.state.config)
 	}
 }
 

@@ -21,16 +21,17 @@ func observedFrom(data []byte) Observed {
 	now := time.Date(2026, 11, 22, 16, 0, 0, 0, time.UTC)
 	desired, sts, formed := int(next()%8), int(next()%10)-1, next()
 	o := Observed{
-		Desired:             desired,
-		StatefulSetReplicas: sts,
-		Formed:              formed&1 == 1,
-		JoinGated:           formed&2 != 0,
-		Reachable:           next()&1 == 1,
-		Pods:                map[int]Pod{},
-		Volumes:             map[int]Volume{},
-		Now:                 now,
-		HealAfter:           5 * time.Minute,
-		TargetVersion:       "3.6.0",
+		Desired:              desired,
+		StatefulSetReplicas:  sts,
+		Formed:               formed&1 == 1,
+		JoinGated:            formed&2 != 0,
+		InitialClusterIntact: formed&4 != 0,
+		Reachable:            next()&1 == 1,
+		Pods:                 map[int]Pod{},
+		Volumes:              map[int]Volume{},
+		Now:                  now,
+		HealAfter:            5 * time.Minute,
+		TargetVersion:        "3.6.0",
 	}
 	n := int(next() % 8)
 	leader := int(next() % 9) // >= n: no leader
@@ -172,6 +173,29 @@ func checkRecoveryStep(t *testing.T, o Observed, d Decision) {
 	}
 }
 
+// checkLateBootstrap fails unless a formed cluster's "new" configuration is the bootstrap's own, for a
+// member of it that never started: etcd's members are the initial cluster unchanged, none a learner or
+// unknown, the list names each of them under its registered URL, and no member is being added.
+func checkLateBootstrap(t *testing.T, o Observed, d Decision) {
+	t.Helper()
+	if d.Config.State != StateNew || !o.InitialClusterIntact || d.Action.Type == ActionAddLearner {
+		t.Fatalf("a formed cluster bootstraps again: %+v (action %+v)", d.Config, d.Action)
+	}
+	unstarted := false
+	var listed []ConfigMember
+	for _, m := range o.Members {
+		if m.Learner || m.Ordinal < 0 {
+			t.Fatalf("a formed cluster with learner or unknown member %+v bootstraps again: %+v", m, d.Config)
+		}
+		unstarted = unstarted || !m.Started
+		listed = append(listed, ConfigMember{Ordinal: m.Ordinal, Name: m.Name, PeerURL: m.PeerURL})
+	}
+	slices.SortFunc(listed, func(a, b ConfigMember) int { return a.Ordinal - b.Ordinal })
+	if !unstarted || !slices.Equal(listed, d.Config.Members) {
+		t.Fatalf("a formed cluster whose members %+v all started, or are not those listed, bootstraps again: %+v", o.Members, d.Config)
+	}
+}
+
 // FuzzPlan: Plan never panics, and whatever it observes, its one step never costs quorum: it only removes
 // or replaces a member the remaining healthy voters can do without, never removes a leader that could
 // hand over first, never touches members it does not manage, adds only while all voters are healthy,
@@ -196,8 +220,11 @@ func FuzzPlan(f *testing.F) {
 		if o.Formed && !o.Reachable && o.StatefulSetReplicas >= 0 {
 			return // the member list is unknown: checkRecoveryStep judged the step against what status last knew
 		}
-		if o.Formed && d.Config != nil && d.Config.State != "existing" {
-			t.Fatalf("a formed cluster bootstraps again: %+v", d.Config)
+		if !o.Formed && !o.Reachable && (d.Action.Type != ActionNone || d.Config == nil || d.Config.State != StateNew) {
+			t.Fatalf("a cluster that never formed changes membership or leaves its bootstrap: %+v, %+v", d.Action, d.Config)
+		}
+		if o.Formed && d.Config != nil && d.Config.State != StateExisting {
+			checkLateBootstrap(t, o, d)
 		}
 		if o.Reachable && o.StatefulSetReplicas >= 0 {
 			for _, m := range o.Members {

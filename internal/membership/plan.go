@@ -88,6 +88,10 @@ type Observed struct {
 	KnownOrdinals []int
 	// Reachable is true when etcd answered the member list.
 	Reachable bool
+	// InitialClusterIntact: etcd's members are exactly those it bootstrapped with (their IDs and the
+	// cluster's ID are those the bootstrap derives from their peer URLs and token; nothing added or
+	// removed since). A member of it that never started may then still start as one of the bootstrap's.
+	InitialClusterIntact bool
 	// QuorumSince is when a quorum of healthy voters was last regained (zero if unknown): no member's
 	// heal clock runs while the cluster itself is down.
 	QuorumSince time.Time
@@ -280,7 +284,29 @@ func newView(o Observed) view {
 	}
 	v.replicas = max(v.replicas, startAhead(o, v))
 	v.config = existingConfig(v.ours, v.unknown)
+	if stillBootstrapping(o, v) {
+		v.config.State = StateNew
+	}
 	return v
+}
+
+// stillBootstrapping: the cluster formed with a quorum of its initial members while others never started
+// (their volumes came late). Those start as members of the bootstrap, from the same list ("new"): told
+// to join an "existing" cluster, etcd 3.5 waits on its peers with an empty data directory until the
+// member is replaced. etcd refuses "new" to a member that started before, so no started member's data
+// can be recreated empty this way.
+func stillBootstrapping(o Observed, v view) bool {
+	if !o.InitialClusterIntact || len(v.unknown) > 0 {
+		return false
+	}
+	unstarted := false
+	for _, m := range v.ours {
+		if m.Learner {
+			return false
+		}
+		unstarted = unstarted || !m.Started
+	}
+	return unstarted
 }
 
 // startAhead is the StatefulSet size that starts the pods of members yet to be added: while the cluster

@@ -588,3 +588,47 @@ func TestPlanDoesNotDependOnMapOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanLateInitialMembers: members of the bootstrap that never started (their volumes came after the
+// cluster formed) keep the bootstrap's configuration; anything that shows the membership changed since,
+// or a member being added, makes it "existing" again.
+func TestPlanLateInitialMembers(t *testing.T) {
+	late := func(mutate func(o *Observed)) Observed {
+		o := formed(5, 5, voters(5))
+		o.InitialClusterIntact = true
+		for _, i := range []int{3, 4} {
+			o.Members[i].Started, o.Members[i].Healthy, o.Members[i].Answered = false, false, false
+			o.Members[i].UnhealthySince = now
+			o.Pods[i] = Pod{}
+		}
+		if mutate != nil {
+			mutate(&o)
+		}
+		return o
+	}
+	for _, tc := range []struct {
+		name  string
+		in    Observed
+		state string
+	}{
+		{"two of five never started", late(nil), StateNew},
+		{"not the initial cluster (a member was added or removed since)", late(func(o *Observed) { o.InitialClusterIntact = false }), StateExisting},
+		{"every member started", late(func(o *Observed) {
+			for i := range o.Members {
+				o.Members[i].Started = true
+			}
+		}), StateExisting},
+		{"a learner", late(func(o *Observed) { o.Members[4].Learner = true }), StateExisting},
+		{"a member the operator cannot place", late(func(o *Observed) { o.Members[4].Ordinal = -1 }), StateExisting},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Plan(tc.in)
+			if d.Config == nil || d.Config.State != tc.state || d.Action.Type != ActionNone {
+				t.Fatalf("configuration %+v, action %+v (%s %q): want state %s and no step", d.Config, d.Action, d.Phase, d.Message, tc.state)
+			}
+			if got := d.Config.Ordinals(); tc.state == StateNew && !slices.Equal(got, []int{0, 1, 2, 3, 4}) {
+				t.Fatalf("bootstrap list %v, want every initial member", got)
+			}
+		})
+	}
+}

@@ -43,9 +43,10 @@ var rules = []rule{
 	{"stable", stable},
 }
 
-// bootstrap: a cluster that never formed starts every member together from a static list (fast). A formed
-// cluster never bootstraps again, even when its StatefulSet is gone (deleted with orphaned pods, or
-// replaced to grow volumes): a new initial cluster would split it in two.
+// bootstrap: a cluster that never formed starts every member together from a static list (fast); members
+// of it that start after it formed keep that list (stillBootstrapping). A formed cluster never bootstraps
+// again, even when its StatefulSet is gone (deleted with orphaned pods, or replaced to grow volumes): a new
+// initial cluster would split it in two.
 func bootstrap(o Observed) (Decision, bool) {
 	if o.Formed || o.Reachable {
 		return Decision{}, false
@@ -452,8 +453,6 @@ func transferTarget(ours []Member, from Member) (Member, bool) {
 	}
 	return Member{}, false
 }
-
-// answered reports whether the member answered its status call (it then reports its version).
 
 func nameOr(m Member) string {
 	if m.Name != "" {

@@ -121,6 +121,9 @@ func initialClusterToken(c *etcdv1alpha1.EtcdCluster, r *membership.RestoreRecov
 	return c.Namespace + "/" + c.Name + "/" + string(c.UID)
 }
 
+// InitialClusterToken is the initial cluster token c's members bootstrap under (outside a recovery).
+func InitialClusterToken(c *etcdv1alpha1.EtcdCluster) string { return initialClusterToken(c, nil) }
+
 // RestoreRecoveryToken is the initial cluster token of c's members restored by recovery id.
 func RestoreRecoveryToken(c *etcdv1alpha1.EtcdCluster, id string) string {
 	return initialClusterToken(c, nil) + "/" + id

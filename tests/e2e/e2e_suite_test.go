@@ -8,6 +8,7 @@ package e2e
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,4 +73,25 @@ var _ = BeforeSuite(func() {
 		}
 	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	AddReportEntry("operator available after", time.Since(start).Round(100*time.Millisecond).String())
+})
+
+// After a failed spec, the operator's latest errors join the namespace's diagnostics (framework.DumpNamespace).
+var _ = ReportAfterEach(func(report SpecReport) {
+	if !report.Failed() {
+		return
+	}
+	out, err := fw.Kubectl("logs", "-n", operatorNamespace, "deployment/"+operatorDeployment, "--tail=400")
+	if err != nil {
+		GinkgoWriter.Printf("%soperator log: %v\n", framework.DiagnosticsPrefix, err)
+		return
+	}
+	var errors []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, `"level":"error"`) {
+			errors = append(errors, l)
+		}
+	}
+	for _, l := range errors[max(0, len(errors)-15):] {
+		GinkgoWriter.Printf("%soperator: %.400s\n", framework.DiagnosticsPrefix, l)
+	}
 })

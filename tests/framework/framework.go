@@ -138,6 +138,9 @@ func (f *Framework) newNamespace(prefix string, labels map[string]string) string
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: f.NamespacePrefix + prefix + "-", Labels: labels}}
 	gomega.ExpectWithOffset(2, f.Client.Create(f.Ctx, ns)).To(gomega.Succeed())
 	ginkgo.DeferCleanup(func() {
+		if ginkgo.CurrentSpecReport().Failed() {
+			f.DumpNamespace(ns.Name)
+		}
 		bg := context.Background()
 		gomega.Expect(client.IgnoreNotFound(f.Client.Delete(bg, ns))).To(gomega.Succeed())
 		if f.NamespaceGoneTimeout > 0 {
@@ -194,7 +197,7 @@ func (f *Framework) WaitAvailable(c *etcdv1alpha1.EtcdCluster, timeout time.Dura
 		g.Expect(cur.Status.ObservedGeneration).To(gomega.Equal(cur.Generation))
 		g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1alpha1.ConditionAvailable)).To(gomega.BeTrue(),
 			"conditions: %+v", cur.Status.Conditions)
-		g.Expect(cur.Status.Phase).To(gomega.Equal(etcdv1alpha1.PhaseRunning))
+		g.Expect(cur.Status.Phase).To(gomega.Equal(etcdv1alpha1.PhaseRunning), "conditions: %+v", cur.Status.Conditions)
 		g.Expect(cur.Status.ReadyReplicas).To(gomega.Equal(cur.Spec.Replicas))
 	}).WithTimeout(timeout).WithPolling(f.poll()).Should(gomega.Succeed())
 	return time.Since(start)
