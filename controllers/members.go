@@ -61,8 +61,12 @@ func memberConfig(c *etcdv1alpha1.EtcdCluster, cfg *membership.Config, urls Memb
 		}
 		parts = append(parts, name+"="+url)
 	}
+	var late []string
+	for _, ord := range cfg.Late {
+		late = append(late, resources.MemberName(c, ord))
+	}
 	return resources.MemberConfig{InitialCluster: strings.Join(parts, ","), InitialClusterState: cfg.State, ForceNewCluster: cfg.ForceNewCluster,
-		Restore: cfg.Restore}
+		Restore: cfg.Restore, LateBootstrap: late}
 }
 
 // recordVolumes writes, on each healthy member's claim, the ID of the member whose data it holds. A

@@ -125,3 +125,20 @@ func TestRequeueAfterLooksSoonerAtAwaitedLearners(t *testing.T) {
 		t.Errorf("awaiting a learner with a shorter step interval: requeue after %s, want %s", got, r.StepInterval)
 	}
 }
+
+// TestMemberConfigNamesLateMembers: the planner's late members reach the members' configuration by pod
+// name, which is what the member gate compares with its own ETCD_NAME.
+func TestMemberConfigNamesLateMembers(t *testing.T) {
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
+	cfg := &membership.Config{State: membership.StateNew, Late: []int{3, 4}}
+	for i := range 5 {
+		cfg.Members = append(cfg.Members, membership.ConfigMember{Ordinal: i, Name: fmt.Sprintf("c-%d", i)})
+	}
+	mc := memberConfig(c, cfg, ordinalURLs{})
+	if want := []string{"c-3", "c-4"}; !slices.Equal(mc.LateBootstrap, want) || mc.InitialClusterState != membership.StateNew {
+		t.Fatalf("late %v, state %s: want %v, new", mc.LateBootstrap, mc.InitialClusterState, want)
+	}
+	if want := "c-0=peer-0,c-1=peer-1,c-2=peer-2,c-3=peer-3,c-4=peer-4"; mc.InitialCluster != want {
+		t.Fatalf("initial cluster %q, want %q", mc.InitialCluster, want)
+	}
+}

@@ -11,7 +11,9 @@
 //   - a WAL in the data directory: the member's own data, unless a peer answers with a member list
 //     that lacks the WAL's member ID (or with another cluster ID): then the data is stale and the gate
 //     refuses, with a termination message starting with RefusalMarker and exit code RefusalExitCode;
-//   - no WAL, state new: the cluster bootstraps, start at once;
+//   - no WAL, state new: the cluster bootstraps, start at once; but once the cluster formed without some
+//     of its initial members (EnvLateBootstrap lists them), only those may: any other member with an
+//     empty directory lost the data it had, and is held until the operator replaces it;
 //   - no WAL, state existing: wait until the member list holds a member with this pod's peer URL that
 //     has never started (the operator's AddLearner): that member is the one etcd is meant to become;
 //   - a WAL while the configuration forces another member to start alone (a quorum-loss recovery: see
@@ -32,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,6 +65,9 @@ const (
 	// restores under (from the template too: a configuration the kubelet read before the recovery began
 	// would name the lost cluster's token).
 	EnvRestoreToken = "MEMBER_GATE_RESTORE_TOKEN"
+	// EnvLateBootstrap, in the members' configuration beside state "new" once the cluster formed, names
+	// the initial members that never started (comma-separated): only they may still bootstrap.
+	EnvLateBootstrap = "MEMBER_GATE_LATE_BOOTSTRAP"
 
 	stateNew      = "new"
 	stateExisting = "existing"
@@ -86,6 +92,9 @@ type Config struct {
 	// RestoreRecovery, during a quorum-loss recovery from a backup, names it ("" otherwise); Token is the
 	// initial cluster token the restore gives the member's new data.
 	RestoreRecovery, Token string
+	// LateBootstrap, with state new once the cluster formed, names the members that may still bootstrap
+	// (nil: every member may, the cluster is bootstrapping).
+	LateBootstrap []string
 
 	// Interval between polls while waiting (default 1 s; the member-gate command asks every 250 ms); RequestTimeout bounds one peer's answer
 	// (default 3 s).
@@ -103,7 +112,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, errors.New("ETCD_DATA_DIR and ETCD_INITIAL_ADVERTISE_PEER_URLS must be set")
 	}
 	cfg := Config{WALDir: getenv("ETCD_WAL_DIR"), State: getenv("ETCD_INITIAL_CLUSTER_STATE"), PeerURLs: splitList(adv), Name: getenv("ETCD_NAME"),
-		RestoreRecovery: getenv(EnvRestoreRecovery), Token: getenv(EnvRestoreToken)}
+		RestoreRecovery: getenv(EnvRestoreRecovery), Token: getenv(EnvRestoreToken), LateBootstrap: splitList(getenv(EnvLateBootstrap))}
 	if strings.EqualFold(getenv(EnvForceNewCluster), "true") {
 		if cfg.ForcedMember = getenv(EnvForceNewClusterMember); cfg.ForcedMember == "" {
 			return Config{}, fmt.Errorf("%s is set without %s: which member is to start alone is unknown", EnvForceNewCluster, EnvForceNewClusterMember)
@@ -240,6 +249,11 @@ func Check(ctx context.Context, cfg Config) (Decision, error) {
 		return checkOwnData(ctx, cfg, md), nil
 	case cfg.RestoreRecovery != "":
 		return Decision{Start: true, Reason: fmt.Sprintf("empty data directory: recovery %s restores a backup into it", cfg.RestoreRecovery)}, nil
+	case cfg.State != stateExisting && cfg.LateBootstrap != nil && !slices.Contains(cfg.LateBootstrap, cfg.Name):
+		// etcd would check with its peers only if one answers: with none, it would come up empty under the
+		// ID of a member that ran, having forgotten its log and votes.
+		return Decision{Hold: true, Reason: fmt.Sprintf("empty data directory, but the cluster formed with member %s (only %s never started and may still bootstrap): its data is lost; the operator replaces the member",
+			cfg.Name, strings.Join(cfg.LateBootstrap, ", "))}, nil
 	case cfg.State != stateExisting:
 		return Decision{Start: true, Reason: "empty data directory and initial cluster state " + cfg.State + ": the cluster bootstraps"}, nil
 	default:

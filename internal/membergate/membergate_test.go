@@ -378,6 +378,30 @@ func TestBootstrapStartsAtOnce(t *testing.T) {
 	}
 }
 
+// TestLateBootstrapOnlyForMembersThatNeverStarted: once the cluster formed without some of its initial
+// members, state "new" lets only those bootstrap; another member with an empty directory lost its data and
+// is held, whether or not a peer answers (nothing listens at these peers).
+func TestLateBootstrapOnlyForMembersThatNeverStarted(t *testing.T) {
+	e := map[string]string{
+		"ETCD_DATA_DIR":                    t.TempDir(),
+		"ETCD_INITIAL_ADVERTISE_PEER_URLS": "http://127.0.0.1:1",
+		"ETCD_INITIAL_CLUSTER":             "m-0=http://127.0.0.1:1,m-1=http://127.0.0.1:2,m-2=http://127.0.0.1:3",
+		"ETCD_INITIAL_CLUSTER_STATE":       "new",
+		EnvLateBootstrap:                   "m-2",
+	}
+	e["ETCD_NAME"] = "m-2"
+	cfg, _ := gateConfig(t, e)
+	if d, err := checkWithin(cfg, 500*time.Millisecond); err != nil || !d.Start {
+		t.Fatalf("m-2 never started: got %+v, %v; want start", d, err)
+	}
+	e["ETCD_NAME"] = "m-0"
+	cfg, _ = gateConfig(t, e)
+	d, err := checkWithin(cfg, 500*time.Millisecond)
+	if err != nil || d.Start || !d.Hold || !strings.HasPrefix(d.Message(), HoldMarker) || !strings.Contains(d.Reason, "m-0") {
+		t.Fatalf("m-0 ran before and its directory is empty: got %+v, %v; want a hold naming it", d, err)
+	}
+}
+
 // TestPeersOverTLS asks the peers with the member's peer certificate, and trusts only the peer CA.
 func TestPeersOverTLS(t *testing.T) {
 	dir := t.TempDir()

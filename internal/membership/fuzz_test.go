@@ -181,18 +181,24 @@ func checkLateBootstrap(t *testing.T, o Observed, d Decision) {
 	if d.Config.State != StateNew || !o.InitialClusterIntact || d.Action.Type == ActionAddLearner {
 		t.Fatalf("a formed cluster bootstraps again: %+v (action %+v)", d.Config, d.Action)
 	}
-	unstarted := false
 	var listed []ConfigMember
+	var unstarted []int
 	for _, m := range o.Members {
 		if m.Learner || m.Ordinal < 0 {
 			t.Fatalf("a formed cluster with learner or unknown member %+v bootstraps again: %+v", m, d.Config)
 		}
-		unstarted = unstarted || !m.Started
+		if !m.Started {
+			unstarted = append(unstarted, m.Ordinal)
+		}
 		listed = append(listed, ConfigMember{Ordinal: m.Ordinal, Name: m.Name, PeerURL: m.PeerURL})
 	}
 	slices.SortFunc(listed, func(a, b ConfigMember) int { return a.Ordinal - b.Ordinal })
-	if !unstarted || !slices.Equal(listed, d.Config.Members) {
+	slices.Sort(unstarted)
+	if len(unstarted) == 0 || !slices.Equal(listed, d.Config.Members) {
 		t.Fatalf("a formed cluster whose members %+v all started, or are not those listed, bootstraps again: %+v", o.Members, d.Config)
+	}
+	if !slices.Equal(unstarted, d.Config.Late) {
+		t.Fatalf("members %v never started, but %v may bootstrap late", unstarted, d.Config.Late)
 	}
 }
 

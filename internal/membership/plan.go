@@ -187,6 +187,10 @@ type Config struct {
 	ForceNewCluster *ForceNewCluster
 	// Restore, during a quorum-loss recovery from a backup, restores every member (nil otherwise).
 	Restore *RestoreRecovery
+	// Late, with State "new" once the cluster formed, are the ordinals of the initial members that never
+	// started: only they may still bootstrap; any other member found with an empty data directory lost
+	// data it had, and its member gate holds it back.
+	Late []int
 }
 
 // ConfigMember is one entry of the initial cluster list.
@@ -284,29 +288,31 @@ func newView(o Observed) view {
 	}
 	v.replicas = max(v.replicas, startAhead(o, v))
 	v.config = existingConfig(v.ours, v.unknown)
-	if stillBootstrapping(o, v) {
-		v.config.State = StateNew
+	if late := lateBootstrap(o, v); len(late) > 0 {
+		v.config.State, v.config.Late = StateNew, late
 	}
 	return v
 }
 
-// stillBootstrapping: the cluster formed with a quorum of its initial members while others never started
-// (their volumes came late). Those start as members of the bootstrap, from the same list ("new"): told
-// to join an "existing" cluster, etcd 3.5 waits on its peers with an empty data directory until the
-// member is replaced. etcd refuses "new" to a member that started before, so no started member's data
-// can be recreated empty this way.
-func stillBootstrapping(o Observed, v view) bool {
+// lateBootstrap returns the initial members that never started in a cluster that formed without them
+// (their volumes came late), while etcd's members are still exactly those it bootstrapped with. They start
+// as members of the bootstrap, from the same list ("new"): told to join an "existing" cluster, etcd 3.5
+// waits on its peers with an empty data directory until the member is replaced. Only they may: the list
+// lets the member gate hold back any other member whose data directory is empty (data it had is lost).
+func lateBootstrap(o Observed, v view) []int {
 	if !o.InitialClusterIntact || len(v.unknown) > 0 {
-		return false
+		return nil
 	}
-	unstarted := false
+	var late []int
 	for _, m := range v.ours {
 		if m.Learner {
-			return false
+			return nil
 		}
-		unstarted = unstarted || !m.Started
+		if !m.Started {
+			late = append(late, m.Ordinal)
+		}
 	}
-	return unstarted
+	return late
 }
 
 // startAhead is the StatefulSet size that starts the pods of members yet to be added: while the cluster

@@ -626,8 +626,11 @@ func TestPlanLateInitialMembers(t *testing.T) {
 			if d.Config == nil || d.Config.State != tc.state || d.Action.Type != ActionNone {
 				t.Fatalf("configuration %+v, action %+v (%s %q): want state %s and no step", d.Config, d.Action, d.Phase, d.Message, tc.state)
 			}
-			if got := d.Config.Ordinals(); tc.state == StateNew && !slices.Equal(got, []int{0, 1, 2, 3, 4}) {
-				t.Fatalf("bootstrap list %v, want every initial member", got)
+			if got := d.Config.Ordinals(); tc.state == StateNew && (!slices.Equal(got, []int{0, 1, 2, 3, 4}) || !slices.Equal(d.Config.Late, []int{3, 4})) {
+				t.Fatalf("bootstrap list %v, late %v: want every initial member, and only 3 and 4 to bootstrap late", got, d.Config.Late)
+			}
+			if tc.state == StateExisting && len(d.Config.Late) > 0 {
+				t.Fatalf("late bootstrap %v with state existing", d.Config.Late)
 			}
 		})
 	}

@@ -27,6 +27,9 @@ type MemberConfig struct {
 	// Restore, during a quorum-loss recovery from a backup, has every member move its data aside and
 	// restore the snapshot, as a new cluster whose initial cluster token names the recovery.
 	Restore *membership.RestoreRecovery
+	// LateBootstrap, with state "new" once the cluster formed, names the initial members that never
+	// started: only they may still bootstrap (membergate.EnvLateBootstrap).
+	LateBootstrap []string
 }
 
 // The record of a recovery from a backup in the members' configuration: its name, the snapshot and its
@@ -90,6 +93,9 @@ func configData(c *etcdv1alpha1.EtcdCluster, mc MemberConfig) map[string]string 
 		data[membergate.EnvForceNewCluster] = "true"
 		data[membergate.EnvForceNewClusterMember] = f.Member
 		data[forceNewClusterOldPod] = f.OldPod
+	}
+	if len(mc.LateBootstrap) > 0 {
+		data[membergate.EnvLateBootstrap] = strings.Join(mc.LateBootstrap, ",")
 	}
 	if r := mc.Restore; r != nil {
 		data[restoreRecoveryID] = r.ID

@@ -411,3 +411,17 @@ func TestRestoreRecoveryRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// TestLateBootstrapInConfiguration: the members that may still bootstrap reach the gate's variable; a
+// configuration without any leaves it out (every member of a bootstrapping cluster may).
+func TestLateBootstrapInConfiguration(t *testing.T) {
+	c := designCluster()
+	mc := BootstrapConfig(c, 3, DefaultOptions())
+	if v, ok := ConfigMap(c, mc).Data[membergate.EnvLateBootstrap]; ok {
+		t.Fatalf("bootstrap configuration sets %s=%q", membergate.EnvLateBootstrap, v)
+	}
+	mc.LateBootstrap = []string{"design-2"}
+	if got := ConfigMap(c, mc).Data[membergate.EnvLateBootstrap]; got != "design-2" {
+		t.Fatalf("%s=%q, want design-2", membergate.EnvLateBootstrap, got)
+	}
+}

@@ -76,11 +76,20 @@ var _ = BeforeSuite(func() {
 })
 
 // After a failed spec, the operator's latest errors join the namespace's diagnostics (framework.DumpNamespace).
-var _ = ReportAfterEach(func(report SpecReport) {
-	if !report.Failed() {
+var _ = AfterEach(func() {
+	if !CurrentSpecReport().Failed() {
 		return
 	}
-	out, err := fw.Kubectl("logs", "-n", operatorNamespace, "deployment/"+operatorDeployment, "--tail=400")
+	// Restarts and why the last one ended (OOMKilled, a lost leader election, a panic), with its last words.
+	out, err := fw.Kubectl("get", "pods", "-n", operatorNamespace, "-o",
+		`jsonpath={range .items[*]}{.metadata.name} restarts={.status.containerStatuses[0].restartCount} last={.status.containerStatuses[0].lastState.terminated.reason}({.status.containerStatuses[0].lastState.terminated.exitCode}) {.status.containerStatuses[0].lastState.terminated.finishedAt}{"\n"}{end}`)
+	GinkgoWriter.Printf("%soperator pods: %s %v\n", framework.DiagnosticsPrefix, strings.TrimSpace(out), err)
+	if prev, err := fw.Kubectl("logs", "-n", operatorNamespace, "deployment/"+operatorDeployment, "--previous", "--tail=5"); err == nil {
+		for _, l := range strings.Split(strings.TrimSpace(prev), "\n") {
+			GinkgoWriter.Printf("%soperator before its restart: %.400s\n", framework.DiagnosticsPrefix, l)
+		}
+	}
+	out, err = fw.Kubectl("logs", "-n", operatorNamespace, "deployment/"+operatorDeployment, "--tail=400")
 	if err != nil {
 		GinkgoWriter.Printf("%soperator log: %v\n", framework.DiagnosticsPrefix, err)
 		return

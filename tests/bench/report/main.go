@@ -120,13 +120,7 @@ func main() {
 	// envtest.
 	var env []envtestResult
 	if readJSON(filepath.Join(*in, "envtest", "results.json"), &env) {
-		col := func(f func(envtestResult) float64) stat {
-			var xs []float64
-			for _, r := range env {
-				xs = append(xs, f(r))
-			}
-			return summarize(xs)
-		}
+		col := func(f func(envtestResult) float64) stat { return envtestStat(env, f) }
 		r0 := env[0]
 		var loads []string
 		// Since TLS the operator watches its own (labelled) Secrets; what must never happen is a Secret
@@ -173,7 +167,7 @@ func main() {
 			w("**Growth.** The same run once with %d clusters (`make bench-envtest-large`), %s, load %s at its end:\n\n", l.Clusters, memLimitText(l.GoMemLimit), l.Load)
 			w("| figure | %d clusters (median) | %d clusters | ratio |\n|---|---|---|---|\n", r0.Clusters, l.Clusters)
 			grow := func(name string, small stat, big float64) {
-				w("| %s | %.1f | %.1f | %.2f× |\n", name, small.med, big, big/small.med)
+				w("| %s | %.1f | %.1f | %s |\n", name, small.med, big, timesText(big, small.med))
 			}
 			grow("time until every cluster is reconciled (s)", col(func(r envtestResult) float64 { return r.ReconciledSeconds }), l.ReconciledSeconds)
 			grow("reconciles per second (burst)", col(func(r envtestResult) float64 { return r.ReconcilesPerSecond }), l.ReconcilesPerSecond)
@@ -187,19 +181,12 @@ func main() {
 		var alt []envtestResult
 		if readJSON(filepath.Join(*in, "envtest-limit", "results.json"), &alt) && len(alt) > 0 {
 			// The same run with another memory limit for the operator: what the collector's work costs.
-			altCol := func(f func(envtestResult) float64) stat {
-				var xs []float64
-				for _, r := range alt {
-					xs = append(xs, f(r))
-				}
-				return summarize(xs)
-			}
 			w("**Memory for GC work.** The same run with another container limit for the operator, %s (`make bench-envtest-limit`,\n", memLimitText(alt[0].GoMemLimit))
 			w("%d runs), next to the runs above:\n\n", len(alt))
 			w("| figure | as deployed (median) | other limit (median, range) | ratio |\n|---|---|---|---|\n")
 			vs := func(name string, f func(envtestResult) float64) {
-				d, l := col(f), altCol(f)
-				w("| %s | %.1f | %s | %.2f× |\n", name, d.med, l, l.med/d.med)
+				d, l := col(f), envtestStat(alt, f)
+				w("| %s | %.1f | %s | %s |\n", name, d.med, l, timesText(l.med, d.med))
 			}
 			vs("time until every cluster is reconciled (s)", func(r envtestResult) float64 { return r.ReconciledSeconds })
 			vs("... until the work queue is empty (s)", func(r envtestResult) float64 { return r.SettledSeconds })
@@ -519,4 +506,21 @@ func memLimitText(v string) string {
 		return "no soft memory limit"
 	}
 	return "soft memory limit " + v
+}
+
+// envtestStat summarizes one figure over envtest runs.
+func envtestStat(runs []envtestResult, f func(envtestResult) float64) stat {
+	var xs []float64
+	for _, r := range runs {
+		xs = append(xs, f(r))
+	}
+	return summarize(xs)
+}
+
+// timesText is a/b as a ratio ("—" when b is 0: no ratio of zeros, such as writes at rest, means anything).
+func timesText(a, b float64) string {
+	if b == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f×", a/b)
 }
