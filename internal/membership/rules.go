@@ -44,7 +44,7 @@ var rules = []rule{
 }
 
 // bootstrap: a cluster that never formed starts every member together from a static list (fast); members
-// of it that start after it formed keep that list (stillBootstrapping). A formed cluster never bootstraps
+// of it that start after it formed keep that list (lateBootstrap). A formed cluster never bootstraps
 // again, even when its StatefulSet is gone (deleted with orphaned pods, or replaced to grow volumes): a new
 // initial cluster would split it in two.
 func bootstrap(o Observed) (Decision, bool) {
