@@ -309,7 +309,10 @@ EOF
   start coredns "$TOOLS_BIN/coredns" -conf "$STATE/Corefile"
 }
 
-# start_kubelet: cgroupfs on cgroup v1, oomScoreAdj 0 as containerd.
+# start_kubelet: cgroupfs on cgroup v1, oomScoreAdj 0 as containerd. Disk-based eviction is off (thresholds of 0%, as
+# kind sets them): the node shares the machine's disk, whose size and free space are the host's, and a percentage of a
+# large thin-provisioned disk evicted every pod, the operator's too, with gigabytes still free; a full disk fails the
+# writes themselves instead, which the stages report.
 start_kubelet() {
   mkdir -p "$STATE/kubelet" "$STATE/pod-logs"
   write_file "$STATE/kubelet.yaml" <<EOF
@@ -339,9 +342,10 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard:
   memory.available: 100Mi
-  nodefs.available: 1%
-  imagefs.available: 1%
-  nodefs.inodesFree: 1%
+  nodefs.available: "0%"
+  imagefs.available: "0%"
+  nodefs.inodesFree: "0%"
+  imagefs.inodesFree: "0%"
 EOF
   start kubelet "$KUBE_BIN/kubelet" --config="$STATE/kubelet.yaml" --kubeconfig="$STATE/kubelet.kubeconfig" \
     --root-dir="$STATE/kubelet" --cert-dir="$STATE/kubelet/pki" \

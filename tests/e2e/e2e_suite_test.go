@@ -82,8 +82,12 @@ var _ = AfterEach(func() {
 	}
 	// Restarts and why the last one ended (OOMKilled, a lost leader election, a panic), with its last words.
 	out, err := fw.Kubectl("get", "pods", "-n", operatorNamespace, "-o",
-		`jsonpath={range .items[*]}{.metadata.name} restarts={.status.containerStatuses[0].restartCount} last={.status.containerStatuses[0].lastState.terminated.reason}({.status.containerStatuses[0].lastState.terminated.exitCode}) {.status.containerStatuses[0].lastState.terminated.finishedAt}{"\n"}{end}`)
+		`jsonpath={range .items[*]}{.metadata.name} {.status.phase} {.status.reason} restarts={.status.containerStatuses[0].restartCount} last={.status.containerStatuses[0].lastState.terminated.reason}({.status.containerStatuses[0].lastState.terminated.exitCode}) {.status.containerStatuses[0].lastState.terminated.finishedAt}{"\n"}{end}`)
 	GinkgoWriter.Printf("%soperator pods: %s %v\n", framework.DiagnosticsPrefix, strings.TrimSpace(out), err)
+	// The node's pressures and taints: a node under disk or memory pressure evicts pods and schedules none.
+	out, err = fw.Kubectl("get", "nodes", "-o",
+		`jsonpath={range .items[*]}{.metadata.name} taints={.spec.taints[*].key} {range .status.conditions[?(@.status=="True")]}{.type} {end}{"\n"}{end}`)
+	GinkgoWriter.Printf("%snode: %s %v\n", framework.DiagnosticsPrefix, strings.TrimSpace(out), err)
 	if prev, err := fw.Kubectl("logs", "-n", operatorNamespace, "deployment/"+operatorDeployment, "--previous", "--tail=5"); err == nil {
 		for _, l := range strings.Split(strings.TrimSpace(prev), "\n") {
 			GinkgoWriter.Printf("%soperator before its restart: %.400s\n", framework.DiagnosticsPrefix, l)
