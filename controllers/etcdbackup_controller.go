@@ -65,6 +65,10 @@ func (r *EtcdBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if errors.As(err, &wait) {
 		return ctrl.Result{RequeueAfter: wait.after}, nil
 	}
+	if namespaceTerminating(err) {
+		// The namespace's deletion takes the backup with it.
+		return ctrl.Result{}, nil
+	}
 	return ctrl.Result{}, err
 }
 

@@ -217,13 +217,19 @@ func (r *EtcdClusterReconciler) report(ctx context.Context, before *etcdv1alpha1
 	cluster.Status = computeStatus(cluster, s.obs, s.decision, s.space, s.applied.names, err, r.now())
 	r.metrics.observe(cluster)
 	s.applied.record(r.Recorder, cluster)
-	if err != nil {
+	ending := namespaceTerminating(err)
+	if err != nil && !ending {
 		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, ReasonReconcileFailed, "Reconcile", "%v", err)
 	}
 	r.recordTransitions(before, cluster)
 	r.recordBackupEvents(before, cluster)
 	if perr := r.patchStatus(ctx, before, cluster); perr != nil {
 		err = kerrors.NewAggregate([]error{err, perr})
+	}
+	if ending {
+		// Status says why; the namespace's deletion ends the cluster's reconciles.
+		logf.FromContext(ctx).V(1).Info("namespace is being deleted; not retrying", "error", err.Error())
+		return ctrl.Result{}, nil
 	}
 	var wait waitError
 	if errors.As(err, &wait) {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
@@ -55,13 +56,36 @@ func TestAvailable(t *testing.T) {
 				measureOp()
 				measureBare()
 			}
-			record(t, "available", map[string]float64{"members": float64(n), "operator": op, "bare": bare, "ratio": op / bare})
+			sample := map[string]float64{"members": float64(n), "operator": op, "bare": bare, "ratio": op / bare}
+			if n == 3 {
+				// The same size without TLS: what TLS itself costs (four certificates, a TLS handshake in
+				// every probe and status call).
+				sample["operatorNoTLS"] = availableWithoutTLS(t, n)
+			}
+			record(t, "available", sample)
 		}
 	}
 }
 
+// withoutTLS turns TLS off in a cluster's spec.
+func withoutTLS(c *etcdv1alpha1.EtcdCluster) { c.Spec.TLS.Enabled = ptr.To(false) }
+
+// availableWithoutTLS is the time to Available of an n-member cluster with TLS off.
+func availableWithoutTLS(t *testing.T, n int32) float64 {
+	ns, done := newNamespace(t, "notls")
+	defer done()
+	c := cluster(ns, "op", etcdVersion, n)
+	withoutTLS(c)
+	start := time.Now()
+	if err := k8s.Create(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	waitAvailable(t, c, "", 5*time.Minute)
+	return secs(time.Since(start))
+}
+
 // TestScale: 3→5 and 5→3, time per member step, next to one member's start (bare 1-member StatefulSet,
-// new volume) in the same run.
+// new volume) in the same run; and 3→5 of a cluster without TLS.
 func TestScale(t *testing.T) {
 	for range runs {
 		pod := barePodStart(t)
@@ -69,8 +93,11 @@ func TestScale(t *testing.T) {
 		up := scaleTo(t, c, 5)
 		down := scaleTo(t, c, 3)
 		done()
+		plain, done := startCluster(t, "notls", etcdVersion, withoutTLS)
+		upNoTLS := scaleTo(t, plain, 5)
+		done()
 		record(t, "scale", map[string]float64{"podStart": pod, "up": up, "upStep": up / 2, "down": down, "downStep": down / 2,
-			"upRatio": up / 2 / pod, "downRatio": down / 2 / pod})
+			"upRatio": up / 2 / pod, "downRatio": down / 2 / pod, "upNoTLS": upNoTLS})
 	}
 }
 

@@ -256,6 +256,9 @@ func main() {
 					value: r.med, limit: 1.25, ok: r.med <= 1.25, known: true})
 			}
 		}
+		if plain := col(avail, "operatorNoTLS", nil); plain.n > 0 {
+			w("\n3 members with TLS off (same runs): %s to Available.\n", plain)
+		}
 		w("\n")
 	} else {
 		w("Time to Available: not measured in this report.\n\n")
@@ -268,6 +271,9 @@ func main() {
 		w("### Scale 3→5 and 5→3 (s)\n\n| step | operator, whole step | per member | one pod start (bare 1-member StatefulSet, new volume) | whole step / one pod start | per member / one pod start | load |\n|---|---|---|---|---|---|---|\n")
 		w("| 3→5 | %s | %s | %s | %s | %s | %s |\n", col(scale, "up", nil), col(scale, "upStep", nil), col(scale, "podStart", nil), total.ratio(), up.ratio(), loads(scale))
 		w("| 5→3 | %s | %s | %s | — | %s | %s |\n\n", col(scale, "down", nil), col(scale, "downStep", nil), col(scale, "podStart", nil), down.ratio(), loads(scale))
+		if plain := col(scale, "upNoTLS", nil); plain.n > 0 {
+			w("3→5 of a cluster with TLS off (same runs): %s.\n\n", plain)
+		}
 		targets = append(targets,
 			target{name: "SCALE 3-5 <= 1.3X ONE POD START", measured: fmt.Sprintf("%.2f×", total.med), value: total.med, limit: 1.3, ok: total.med <= 1.3, known: true},
 			target{name: "SCALE DOWN STEP <= 1.5X POD", measured: fmt.Sprintf("%.2f×", down.med), value: down.med, limit: 1.5, ok: down.med <= 1.5, known: true})
