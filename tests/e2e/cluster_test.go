@@ -152,15 +152,18 @@ var _ = Describe("A 3-member EtcdCluster", Ordered, func() {
 				leader = m.Name
 			}
 		}
-		events := &eventsv1.EventList{}
-		Expect(k8s.List(ctx, events, client.InNamespace(ns))).To(Succeed())
-		var completed []string
-		for _, e := range events.Items {
-			if e.Regarding.Name == c.Name && e.Reason == "DefragmentationCompleted" {
-				completed = append(completed, e.Note)
+		// Events are written after the status that reports the completion (the recorder sends them on its own).
+		Eventually(func(g Gomega) {
+			events := &eventsv1.EventList{}
+			g.Expect(k8s.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+			var completed []string
+			for _, e := range events.Items {
+				if e.Regarding.Name == c.Name && e.Reason == "DefragmentationCompleted" {
+					completed = append(completed, e.Note)
+				}
 			}
-		}
-		Expect(completed).To(ConsistOf(MatchRegexp(`\[\S+ \S+ ` + regexp.QuoteMeta(leader) + `\]`)))
+			g.Expect(completed).To(ConsistOf(MatchRegexp(`\[\S+ \S+ ` + regexp.QuoteMeta(leader) + `\]`)))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
 		Eventually(func(g Gomega) { expectSamePods(g, c, pods) }).Should(Succeed())
 		Expect(etcdRestarts(c)).To(Equal(restarts), "an etcd container restarted")
 		out, err = plugin("status", "-n", ns, c.Name)
