@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"errors"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,14 +21,5 @@ func (e waitError) Unwrap() error { return e.error }
 // namespace's deletion takes the cluster and everything the operator made for it, so no retry can help,
 // and reporting it as a failure would only fill the log while the namespace goes.
 func namespaceTerminating(err error) bool {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) || status.Status().Details == nil {
-		return false
-	}
-	for _, cause := range status.Status().Details.Causes {
-		if cause.Type == corev1.NamespaceTerminatingCause {
-			return true
-		}
-	}
-	return false
+	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
 }
