@@ -55,6 +55,9 @@ type observation struct {
 	statuses  map[uint64]etcd.EndpointStatus
 	ordinals  map[uint64]int
 	healthy   map[uint64]bool
+	// electing: voters that answered, ready, saying only that they know no leader (memberHealth). Status
+	// counts them healthy; the operator acts only on healthy members.
+	electing map[uint64]bool
 	// initialClusterIntact: etcd's members are exactly those it bootstrapped with, and one of them never
 	// started (only then is it looked at: it takes one more call).
 	initialClusterIntact bool
@@ -298,7 +301,7 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, c *etcdv1alpha1
 	if alarms, err := cli.Alarms(ctx); err == nil {
 		obs.alarms = alarms
 	}
-	obs.statuses, obs.ordinals, obs.healthy = map[uint64]etcd.EndpointStatus{}, map[uint64]int{}, map[uint64]bool{}
+	obs.statuses, obs.ordinals, obs.healthy, obs.electing = map[uint64]etcd.EndpointStatus{}, map[uint64]int{}, map[uint64]bool{}, map[uint64]bool{}
 	// Members are asked at once, not one after the other: members that do not answer each cost the call's
 	// timeout, and in turn they would delay the report of an outage by that much per member.
 	endpoints := make([]string, len(obs.members))
@@ -321,14 +324,23 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, c *etcdv1alpha1
 			obs.healthy[m.ID] = !m.IsLearner && pod != nil && podReady(pod)
 			continue
 		}
-		st := answers[i].status
-		obs.statuses[m.ID] = st
-		// A voter is healthy when it answers without errors (but NOSPACE, the cluster's) and its pod
-		// passes readiness (which needs quorum); a learner cannot pass readiness, so answering is enough.
-		obs.healthy[m.ID] = len(healthErrors(st.Errors)) == 0 && (m.IsLearner || (pod != nil && podReady(pod)))
+		obs.statuses[m.ID] = answers[i].status
+		obs.healthy[m.ID], obs.electing[m.ID] = memberHealth(m, answers[i].status, pod != nil && podReady(pod))
 	}
 	obs.initialClusterIntact = initialClusterIntact(ctx, cli, c, obs.members)
 	return nil
+}
+
+// memberHealth judges a member that answered its status call. It is healthy when it answers without errors
+// (but NOSPACE, the cluster's) and its pod passes readiness (which needs quorum); a learner cannot pass
+// readiness, so answering is enough. A ready voter that says only that it knows no leader is electing:
+// the cluster is choosing a leader (one stalled by its own defragmentation was voted out, one restarted),
+// which takes a second or two and is no member's fault. Its readiness, which fails only after a leader
+// has been missing for its whole failure budget, tells an election from a member cut off for good, so
+// status reports it by that; the operator changes nothing while a member is not healthy.
+func memberHealth(m etcd.Member, st etcd.EndpointStatus, ready bool) (healthy, electing bool) {
+	errs := healthErrors(st.Errors)
+	return len(errs) == 0 && (m.IsLearner || ready), !m.IsLearner && ready && etcd.AwaitsLeader(errs)
 }
 
 // initialClusterIntact reports whether members, of which one never started and none is a learner, are

@@ -26,7 +26,7 @@ func memberStatuses(c *etcdv1alpha1.EtcdCluster, obs observation, now time.Time)
 	if obs.reachable {
 		for _, m := range obs.members {
 			ms := etcdv1alpha1.MemberStatus{Name: m.Name, ID: strconv.FormatUint(m.ID, 16), Learner: m.IsLearner,
-				Healthy: obs.healthy[m.ID], Unknown: obs.ordinals[m.ID] < 0}
+				Healthy: obs.healthy[m.ID] || obs.electing[m.ID], Unknown: obs.ordinals[m.ID] < 0}
 			if ms.Name == "" {
 				ms.Name = "unstarted-" + ms.ID
 			}
@@ -153,6 +153,8 @@ type statusFacts struct {
 	unmanaged *unmanagedSecret
 	// voters and healthy voting members (pods ready, while etcd cannot be asked), and quorum of voters.
 	voters, healthy, quorum int32
+	// electing: healthy voters that know no leader yet (memberHealth).
+	electing int
 	// formed: the cluster has ever had quorum.
 	formed bool
 	// currentVersion is the lowest version a member reports ("" while etcd cannot be asked).
@@ -175,6 +177,11 @@ func newStatusFacts(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.D
 	}
 	if obs.reachable {
 		f.healthy = 0
+		for _, electing := range obs.electing {
+			if electing {
+				f.electing++
+			}
+		}
 		for _, m := range members {
 			if m.Healthy && !m.Learner {
 				f.healthy++
@@ -202,6 +209,10 @@ func newStatusFacts(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.D
 // availableCondition: a quorum of voting members is healthy.
 func availableCondition(f statusFacts) conditionState {
 	switch {
+	case f.healthy >= f.quorum && f.electing > 0:
+		return conditionState{metav1.ConditionTrue, ReasonQuorumHealthy,
+			fmt.Sprintf("%d of %d voting members healthy (quorum %d); %d of them know no leader yet: electing one",
+				f.healthy, f.voters, f.quorum, f.electing)}
 	case f.healthy >= f.quorum:
 		return conditionState{metav1.ConditionTrue, ReasonQuorumHealthy,
 			fmt.Sprintf("%d of %d voting members healthy (quorum %d)", f.healthy, f.voters, f.quorum)}

@@ -257,3 +257,81 @@ func TestStatusKeepsMembersWhileEtcdCannotBeAsked(t *testing.T) {
 		t.Errorf("members\n%+v\nwant\n%+v", got, want)
 	}
 }
+
+// TestMemberHealth: how a member that answered its status call is judged.
+func TestMemberHealth(t *testing.T) {
+	const noLeader, noSpace, corrupt = "etcdserver: no leader", "memberID:64 alarm:NOSPACE ", "memberID:64 alarm:CORRUPT "
+	for _, tc := range []struct {
+		name                  string
+		learner, ready        bool
+		errs                  []string
+		healthy, wantElecting bool
+	}{
+		{"voter, ready, no errors", false, true, nil, true, false},
+		{"voter, not ready", false, false, nil, false, false},
+		{"voter, cluster out of space", false, true, []string{noSpace}, true, false},
+		// An election: reported by readiness, and nothing is done until it is over.
+		{"voter, ready, knows no leader", false, true, []string{noLeader}, false, true},
+		{"voter, ready, knows no leader, cluster out of space", false, true, []string{noSpace, noLeader}, false, true},
+		// Cut off long enough to fail readiness: unhealthy.
+		{"voter, not ready, knows no leader", false, false, []string{noLeader}, false, false},
+		{"voter, ready, corrupt", false, true, []string{corrupt, noLeader}, false, false},
+		{"learner, no errors", true, false, nil, true, false},
+		{"learner, knows no leader", true, false, []string{noLeader}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			healthy, electing := memberHealth(etcd.Member{ID: 100, IsLearner: tc.learner}, etcd.EndpointStatus{Errors: tc.errs}, tc.ready)
+			if healthy != tc.healthy || electing != tc.wantElecting {
+				t.Errorf("healthy %v electing %v, want %v %v", healthy, electing, tc.healthy, tc.wantElecting)
+			}
+		})
+	}
+}
+
+// TestStatusDuringAnElection: while the members elect a leader (the last one stalled by its own
+// defragmentation, say), every one of them says it knows no leader. Status reports the cluster available
+// and its members healthy, with the election in the message; the operator acts on none of them meanwhile.
+func TestStatusDuringAnElection(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 2}}
+	c.Spec.Replicas = 3
+	c.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: ReasonQuorumHealthy,
+		LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}}
+	obs := statusObservation([]bool{false, false, false}, nil)
+	obs.electing, obs.readyReplicas = map[uint64]bool{}, 3
+	for _, m := range obs.members {
+		obs.electing[m.ID] = true
+		obs.statuses[m.ID] = etcd.EndpointStatus{MemberID: m.ID, Errors: []string{"etcdserver: no leader"}, DBSize: 100 << 20}
+	}
+
+	s := computeStatus(c, obs, membership.Decision{Phase: membership.PhaseStable}, maintenance.SpaceStep{}, nil, nil, now)
+	avail := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionAvailable)
+	want := "3 of 3 voting members healthy (quorum 2); 3 of them know no leader yet: electing one"
+	if avail.Status != metav1.ConditionTrue || avail.Reason != ReasonQuorumHealthy || avail.Message != want {
+		t.Errorf("Available %s/%s %q, want True/%s %q", avail.Status, avail.Reason, avail.Message, ReasonQuorumHealthy, want)
+	}
+	// No transition: the planner's heal clocks count from Available's last one.
+	if !avail.LastTransitionTime.Time.Equal(now.Add(-time.Hour)) {
+		t.Errorf("Available changed at %v during an election", avail.LastTransitionTime)
+	}
+	if d := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionDegraded); d.Status != metav1.ConditionFalse {
+		t.Errorf("Degraded %s/%s %q during an election", d.Status, d.Reason, d.Message)
+	}
+	for _, m := range s.Members {
+		if !m.Healthy || m.UnhealthySince != nil {
+			t.Errorf("member %s reported unhealthy during an election: %+v", m.Name, m)
+		}
+	}
+
+	in := obs.planInput(c, now, 3*time.Minute)
+	for _, m := range in.Members {
+		if m.Healthy {
+			t.Errorf("the planner sees member %s healthy during an election: it must change nothing until it is over", m.Name)
+		}
+	}
+	for _, m := range obs.spaceInput(c).Members {
+		if m.Healthy {
+			t.Errorf("maintenance sees member %s healthy during an election: no defragmentation may start", m.Name)
+		}
+	}
+}

@@ -45,6 +45,18 @@ type EndpointStatus struct {
 	Errors    []string
 }
 
+// AwaitsLeader reports whether a member's status errors say only that it knows no leader: the cluster is
+// electing one (a stalled leader was voted out, a member just restarted), or the member is cut off from a
+// majority. Only time tells the two apart.
+func AwaitsLeader(errs []string) bool {
+	for _, e := range errs {
+		if e != rpctypes.ErrNoLeader.Error() {
+			return false
+		}
+	}
+	return len(errs) > 0
+}
+
 // Client talks to one etcd cluster.
 type Client interface {
 	// MemberList returns the cluster's members, learners included.

@@ -51,3 +51,53 @@ func TestStatusOfUnresolvableMemberFailsWithTheLookup(t *testing.T) {
 		t.Fatalf("lookups: %v", looked)
 	}
 }
+
+// A member cut off from the majority answers its status call and says it knows no leader: the words
+// AwaitsLeader matches are the ones a real etcd server sends. The healthy cluster's answers say nothing.
+func TestStatusOfAMemberWithoutLeaderAwaitsLeader(t *testing.T) {
+	c := etcdtest.StartStatic(t, "noleader", 3, nil)
+	cli, err := NewDialer(5*time.Second).Dial(context.Background(), []string{c.ClientURL(0)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cli.Close() }()
+	st, err := cli.Status(context.Background(), c.ClientURL(0))
+	if err != nil || st.Leader == 0 || AwaitsLeader(st.Errors) {
+		t.Fatalf("status of a healthy member: %+v, %v; want a leader and no errors", st, err)
+	}
+
+	c.Stop(1)
+	c.Stop(2)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err = cli.Status(context.Background(), c.ClientURL(0))
+		if err == nil && AwaitsLeader(st.Errors) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the survivor's status never said it awaits a leader: %+v, %v", st, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if st.Leader != 0 {
+		t.Fatalf("the survivor reports no leader in its errors but leader %x", st.Leader)
+	}
+}
+
+func TestAwaitsLeader(t *testing.T) {
+	for _, tc := range []struct {
+		errs []string
+		want bool
+	}{
+		{nil, false},
+		{[]string{"etcdserver: no leader"}, true},
+		{[]string{"etcdserver: no leader", "etcdserver: no leader"}, true},
+		// A corrupt member is unhealthy whatever else it says.
+		{[]string{"etcdserver: no leader", "memberID:8e9e05c52164694d alarm:CORRUPT "}, false},
+		{[]string{"memberID:8e9e05c52164694d alarm:NOSPACE "}, false},
+	} {
+		if got := AwaitsLeader(tc.errs); got != tc.want {
+			t.Errorf("AwaitsLeader(%q) = %v, want %v", tc.errs, got, tc.want)
+		}
+	}
+}
