@@ -5,7 +5,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -47,5 +49,25 @@ var _ = Describe("A cluster whose namespace is being deleted", func() {
 		progressing := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionProgressing)
 		Expect(progressing).NotTo(BeNil())
 		Expect(progressing.Message).To(ContainSubstring("being terminated"), "status still says why the cluster does not converge")
+	})
+
+	It("does not retry a backup whose Job cannot be created there", func() {
+		ctx := context.Background()
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ending-"}}
+		Expect(k8sClient.Create(ctx, ns)).To(Succeed())
+		c := newCluster(ns.Name)
+		Expect(k8sClient.Create(ctx, c)).To(Succeed())
+		b := newBackup(c, "last")
+		Expect(k8sClient.Create(ctx, b)).To(Succeed())
+		Expect(k8sClient.Delete(ctx, ns)).To(Succeed())
+
+		r := &EtcdBackupReconciler{Client: k8sClient, Scheme: k8sClient.Scheme(), Recorder: &events.FakeRecorder{},
+			Options: resources.DefaultOptions()}
+		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key(b.Namespace, b.Name)})
+		Expect(err).NotTo(HaveOccurred(), "a write refused in a namespace being deleted is not retried as a failure")
+		err = get(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: resources.BackupJobName(b)}})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the backup's Job: %v", err)
+		Expect(get(ctx, b)).To(Succeed())
+		Expect(b.Status.Phase).To(Equal(etcdv1alpha1.BackupPending))
 	})
 })

@@ -860,6 +860,8 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		for _, name := range failpoint.All {
 			failpoint.Arm(name, 2)
 		}
+		// Hits armed but not reached would crash the specs that follow, which run reconcilers of their own.
+		DeferCleanup(failpoint.Disarm)
 		start := time.Now()
 		memberLogs := func() string { return "member 3:\n" + procs.Log(3) + "\nmember 4:\n" + procs.Log(4) }
 		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.Replicas = 5 })).To(Succeed())

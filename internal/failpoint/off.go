@@ -17,6 +17,9 @@ func Inject(string) {}
 // without them.
 func Arm(name string, _ int) { panic("failpoint " + name + ": built without the failpoints tag") }
 
+// Disarm does nothing without the failpoints tag: nothing can be armed.
+func Disarm() {}
+
 // Fired is empty without the failpoints tag.
 func Fired() map[string]int { return nil }
 

@@ -30,6 +30,14 @@ func Arm(name string, n int) {
 	armed[name] += n
 }
 
+// Disarm clears every armed failpoint: a test that armed more hits than it needed leaves none to crash
+// the tests after it.
+func Disarm() {
+	mu.Lock()
+	defer mu.Unlock()
+	clear(armed)
+}
+
 // ArmFromEnv arms the failpoints named in EnvFailpoints ("name=n,name=n") for a real process crash: a
 // fired failpoint is counted in EnvStateDir, written to the container's termination message and ends the
 // process with ExitCode. The state directory must outlive the process (an emptyDir survives container
