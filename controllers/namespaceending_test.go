@@ -21,12 +21,17 @@ import (
 // cluster's reconciles find their objects going and cannot create new ones there (the API server refuses
 // any creation in a namespace being deleted). That is the end of the cluster, not a failure to retry.
 var _ = Describe("A cluster whose namespace is being deleted", func() {
-	It("reports why it cannot converge and returns no error to retry", func() {
-		ctx := context.Background()
+	clusterInNewNamespace := func(ctx context.Context) (*corev1.Namespace, *etcdv1alpha1.EtcdCluster) {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ending-"}}
 		Expect(k8sClient.Create(ctx, ns)).To(Succeed())
 		c := newCluster(ns.Name)
 		Expect(k8sClient.Create(ctx, c)).To(Succeed())
+		return ns, c
+	}
+
+	It("reports why it cannot converge and returns no error to retry", func() {
+		ctx := context.Background()
+		ns, c := clusterInNewNamespace(ctx)
 
 		// A reconciler of its own: the suite's manager does not watch this namespace.
 		r := &EtcdClusterReconciler{Client: k8sClient, Scheme: k8sClient.Scheme(), APIReader: k8sClient,
@@ -53,10 +58,7 @@ var _ = Describe("A cluster whose namespace is being deleted", func() {
 
 	It("does not retry a backup whose Job cannot be created there", func() {
 		ctx := context.Background()
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ending-"}}
-		Expect(k8sClient.Create(ctx, ns)).To(Succeed())
-		c := newCluster(ns.Name)
-		Expect(k8sClient.Create(ctx, c)).To(Succeed())
+		ns, c := clusterInNewNamespace(ctx)
 		b := newBackup(c, "last")
 		Expect(k8sClient.Create(ctx, b)).To(Succeed())
 		Expect(k8sClient.Delete(ctx, ns)).To(Succeed())
