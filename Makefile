@@ -42,6 +42,9 @@ MINIO ?= $(LOCALBIN)/minio-$(MINIO_VERSION)
 GINKGO ?= $(LOCALBIN)/ginkgo-$(GINKGO_VERSION)
 KUBE_BIN := $(LOCALBIN)/k8s/$(K8S_VERSION)
 ETCD_BIN := $(LOCALBIN)/etcd/$(ETCD_VERSION)
+# The newest of the node's further etcd versions (hack/node/tools/etcd-<version>).
+ETCD_NEXT_VERSION := $(shell ls hack/node/tools | sed -n 's/^etcd-//p' | sort -V | tail -1)
+ETCD_NEXT_BIN := $(LOCALBIN)/etcd/$(ETCD_NEXT_VERSION)
 KUBECTL ?= $(KUBE_BIN)/kubectl
 # envtest finds kube-apiserver and etcd here (a directory of links to the binaries built from source).
 ENVTEST_ASSETS := $(LOCALBIN)/envtest/$(K8S_VERSION)-etcd-$(ETCD_VERSION)
@@ -89,8 +92,8 @@ lint: golangci-lint ## golangci-lint with the bug-finding linters of .golangci.y
 ##@ Test
 
 .PHONY: test
-test: manifests generate fmt vet envtest etcd minio ## Unit, golden-file, real-etcd, real-S3 and envtest suites, then the OLM render check (offline).
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" ETCD_BIN_DIR="$(ETCD_BIN)" MINIO_BIN="$(MINIO)" go test -tags failpoints $$(go list ./... | grep -v /tests/e2e) -coverprofile cover.out
+test: manifests generate fmt vet envtest etcd etcd-next minio ## Unit, golden-file, real-etcd, real-S3 and envtest suites, then the OLM render check (offline).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" ETCD_BIN_DIR="$(ETCD_BIN)" ETCD_NEXT_BIN_DIR="$(ETCD_NEXT_BIN)" MINIO_BIN="$(MINIO)" go test -tags failpoints $$(go list ./... | grep -v /tests/e2e) -coverprofile cover.out
 	$(MAKE) olm-render-check
 
 .PHONY: test-bundle
@@ -210,6 +213,11 @@ $(KUBECTL):
 etcd: $(ETCD_BIN)/etcd ## Build etcd, etcdctl and etcdutl from the pinned etcd modules.
 $(ETCD_BIN)/etcd:
 	hack/build-etcd.sh
+
+.PHONY: etcd-next
+etcd-next: $(ETCD_NEXT_BIN)/etcd ## Build the newest etcd the node also runs, for the real-etcd tests of what only it has.
+$(ETCD_NEXT_BIN)/etcd:
+	ETCD_MODULE=hack/node/tools/etcd-$(ETCD_NEXT_VERSION) OUT=$(ETCD_NEXT_BIN) hack/build-etcd.sh etcd
 
 .PHONY: envtest
 envtest: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd ## Build envtest's kube-apiserver and etcd from source (cold: ~15 min).

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,29 +18,94 @@ import (
 // cluster needs anyway. Likewise a gate already there is kept as it is (its image and whether it holds
 // members back during a forced start) while the etcd image stays: an operator upgrade (a new operator
 // image) would otherwise restart every member of every cluster; the new gate comes with the next version
-// change. A StatefulSet replaced with its pods kept (volume growth, an orphaning delete) is judged by the
-// pods it will find.
+// change. The number of learners etcd accepts at once is kept the same way (an etcd 3.6 cluster gets
+// LearnersAtOnce when its members restart anyway). A StatefulSet replaced with its pods kept (volume
+// growth, an orphaning delete) is judged by the pods it will find.
 func memberGate(existing *appsv1.StatefulSet, pods []corev1.Pod, desiredEtcdImage string, o resources.Options) resources.MemberGate {
 	spec := memberPodSpec(existing, pods)
 	if spec == nil {
 		return resources.CurrentMemberGate(o)
 	}
 	etcdImage := ""
-	for i := range spec.Containers {
-		if spec.Containers[i].Name == "etcd" {
-			etcdImage = spec.Containers[i].Image
-		}
+	if ctr := etcdContainerOf(spec); ctr != nil {
+		etcdImage = ctr.Image
 	}
 	rolls := etcdImage != desiredEtcdImage // no etcd container: the template is replaced whole
 	gate := memberGateContainer(spec)
+	kept := resources.MemberGate{MaxLearners: maxLearnersVariable(spec)}
 	switch {
 	case rolls || (gate != nil && gate.Image == ""):
 		return resources.CurrentMemberGate(o)
 	case gate != nil:
-		return resources.MemberGate{Image: gate.Image, HoldsForcedStart: gateHoldsForcedStart(gate)}
-	default:
-		return resources.MemberGate{}
+		kept.Image, kept.HoldsForcedStart = gate.Image, gateHoldsForcedStart(gate)
 	}
+	return kept
+}
+
+// maxLearnersVariable is the etcd container's MaxLearnersEnv as the template sets it (0 when it does not).
+func maxLearnersVariable(spec *corev1.PodSpec) int {
+	if ctr := etcdContainerOf(spec); ctr != nil {
+		for _, e := range ctr.Env {
+			if e.Name == resources.MaxLearnersEnv && e.ValueFrom == nil {
+				n, _ := strconv.Atoi(e.Value)
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// learnersAccepted is how many learners etcd accepts at once (its --max-learners) in a member pod spec:
+// a flag wins over the variable, as in etcd; 1 (etcd's default) when neither is set or readable.
+func learnersAccepted(spec *corev1.PodSpec) int {
+	ctr := etcdContainerOf(spec)
+	if ctr == nil {
+		return 1
+	}
+	n := 0
+	for _, e := range ctr.Env {
+		if e.Name == resources.MaxLearnersEnv {
+			n, _ = strconv.Atoi(e.Value) // set from elsewhere (ValueFrom): unreadable, counted as 1
+		}
+	}
+	for _, arg := range ctr.Args {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+		if name == "max-learners" && strings.HasPrefix(arg, "-") {
+			n = 0
+			if hasValue {
+				n, _ = strconv.Atoi(value)
+			}
+		}
+	}
+	return max(n, 1)
+}
+
+// learnersAccepted is how many learners every member accepts at once: the lowest setting among the pods
+// of etcd's members and the template new pods get. A member without a pod here, or one the operator cannot
+// place, counts as 1: its setting is unknown, and each member checks the limit when it applies a change.
+func (obs observation) learnersAccepted() int {
+	if obs.statefulSet == nil {
+		return 1
+	}
+	n := learnersAccepted(&obs.statefulSet.Spec.Template.Spec)
+	for _, m := range obs.members {
+		ord, placed := obs.ordinals[m.ID]
+		p := obs.podByOrdinal[ord]
+		if !placed || ord < 0 || p == nil {
+			return 1
+		}
+		n = min(n, learnersAccepted(&p.Spec))
+	}
+	return n
+}
+
+func etcdContainerOf(spec *corev1.PodSpec) *corev1.Container {
+	for i := range spec.Containers {
+		if spec.Containers[i].Name == "etcd" {
+			return &spec.Containers[i]
+		}
+	}
+	return nil
 }
 
 // memberGateContainer is the member-gate init container of a member pod spec, nil if it has none.

@@ -11,6 +11,7 @@ import (
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 
+	"github.com/seedops/etcd-operator/internal/etcd"
 	"github.com/seedops/etcd-operator/internal/membergate"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
@@ -23,7 +24,7 @@ func TestMemberGate(t *testing.T) {
 		oldOperator = "ghcr.io/seedops/etcd-operator:v0.2.0"
 	)
 	o := resources.Options{OperatorImage: operator}
-	current := resources.MemberGate{Image: operator, HoldsForcedStart: true}
+	current := resources.MemberGate{Image: operator, HoldsForcedStart: true, MaxLearners: resources.LearnersAtOnce}
 	sts := func(image, gateImage string, holds bool) *appsv1.StatefulSet {
 		s := &appsv1.StatefulSet{}
 		s.Spec.Template.Spec.Containers = []corev1.Container{{Name: "etcd", Image: image}}
@@ -42,7 +43,17 @@ func TestMemberGate(t *testing.T) {
 		want     resources.MemberGate
 	}{
 		{"new cluster", nil, current},
-		{"already gated by this operator", sts(img, operator, true), current},
+		{"already gated by this operator", sts(img, operator, true), resources.MemberGate{Image: operator, HoldsForcedStart: true}},
+		{"already gated by this operator, two learners at once", func() *appsv1.StatefulSet {
+			s := sts(img, operator, true)
+			s.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: resources.MaxLearnersEnv, Value: "2"}}
+			return s
+		}(), current},
+		{"ungated with the learner setting, same etcd image: kept", func() *appsv1.StatefulSet {
+			s := sts(img, "", false)
+			s.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: resources.MaxLearnersEnv, Value: "3"}}
+			return s
+		}(), resources.MemberGate{MaxLearners: 3}},
 		{"gated by an older operator, same etcd image: a new gate alone would restart every member", sts(img, oldOperator, false),
 			resources.MemberGate{Image: oldOperator}},
 		{"gated by an older operator whose gate holds members back during a forced start: kept, mark included", sts(img, oldOperator, true),
@@ -77,6 +88,66 @@ func TestMemberGate(t *testing.T) {
 	}
 	if got := memberGate(nil, []corev1.Pod{pod(oldOperator)}, img, o); got != (resources.MemberGate{Image: oldOperator}) {
 		t.Errorf("recreated StatefulSet over gated pods must keep their gate as it is (got %+v)", got)
+	}
+}
+
+// TestLearnersAccepted: a member pod's --max-learners as etcd reads it (a flag wins over the variable), and
+// the cluster's as the lowest among the template and every member's pod; anything unreadable counts as 1.
+func TestLearnersAccepted(t *testing.T) {
+	spec := func(env []corev1.EnvVar, args ...string) *corev1.PodSpec {
+		return &corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Env: env, Args: args}}}
+	}
+	two := []corev1.EnvVar{{Name: resources.MaxLearnersEnv, Value: "2"}}
+	for _, tc := range []struct {
+		name string
+		spec *corev1.PodSpec
+		want int
+	}{
+		{"not set", spec(nil), 1},
+		{"variable", spec(two), 2},
+		{"flag wins over the variable", spec(two, "--max-learners=1"), 1},
+		{"single-dash flag", spec(nil, "-max-learners=3"), 3},
+		{"flag without its value here", spec(two, "--max-learners", "3"), 1},
+		{"variable from elsewhere", spec([]corev1.EnvVar{{Name: resources.MaxLearnersEnv, ValueFrom: &corev1.EnvVarSource{}}}), 1},
+		{"not a number", spec([]corev1.EnvVar{{Name: resources.MaxLearnersEnv, Value: "two"}}), 1},
+		{"another flag", spec(two, "--max-request-bytes=2"), 2},
+		{"no etcd container", &corev1.PodSpec{}, 1},
+	} {
+		if got := learnersAccepted(tc.spec); got != tc.want {
+			t.Errorf("%s: learnersAccepted = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+
+	podWith := func(s *corev1.PodSpec) *corev1.Pod { return &corev1.Pod{Spec: *s} }
+	obs := func(template *corev1.PodSpec, pods map[int]*corev1.Pod, members ...uint64) observation {
+		o := observation{statefulSet: &appsv1.StatefulSet{}, podByOrdinal: pods, ordinals: map[uint64]int{}}
+		o.statefulSet.Spec.Template.Spec = *template
+		for i, id := range members {
+			o.members = append(o.members, etcd.Member{ID: id})
+			o.ordinals[id] = i
+		}
+		return o
+	}
+	allTwo := map[int]*corev1.Pod{0: podWith(spec(two)), 1: podWith(spec(two)), 2: podWith(spec(two))}
+	for _, tc := range []struct {
+		name string
+		obs  observation
+		want int
+	}{
+		{"every member and the template", obs(spec(two), allTwo, 1, 2, 3), 2},
+		{"the template without it (pods yet to come)", obs(spec(nil), allTwo, 1, 2, 3), 1},
+		{"one member's pod from an older template", obs(spec(two), map[int]*corev1.Pod{0: podWith(spec(two)), 1: podWith(spec(nil)), 2: podWith(spec(two))}, 1, 2, 3), 1},
+		{"a member without a pod", obs(spec(two), map[int]*corev1.Pod{0: podWith(spec(two)), 1: podWith(spec(two))}, 1, 2, 3), 1},
+		{"a member the operator cannot place", func() observation {
+			o := obs(spec(two), allTwo, 1, 2, 3)
+			o.ordinals[3] = -1
+			return o
+		}(), 1},
+		{"no StatefulSet", observation{}, 1},
+	} {
+		if got := tc.obs.learnersAccepted(); got != tc.want {
+			t.Errorf("%s: learnersAccepted = %d, want %d", tc.name, got, tc.want)
+		}
 	}
 }
 

@@ -116,6 +116,7 @@ func TestCreateRefusesBadManifests(t *testing.T) {
 		{"quorum-loss recovery too soon", "version: 3.5.9\nrecovery: {quorumLoss: FromSurvivor, after: 10s}", "recovery.after must be between 30s and 168h"},
 		{"quorum-loss recovery after a week and more", "version: 3.5.9\nrecovery: {after: 200h}", "recovery.after must be between 30s and 168h"},
 		{"extra flag with its own field", "version: 3.5.9\netcd:\n  extraFlags: {quota-backend-bytes: '1'}", "etcd.extraFlags must not set a flag the operator owns"},
+		{"extra flag raising or lowering the learners etcd accepts", "version: 3.6.16\netcd:\n  extraFlags: {max-learners: '1'}", "etcd.extraFlags must not set a flag the operator owns"},
 		{"cron with 4 fields", "version: 3.5.9\nbackupSchedule: '0 2 * *'", cron},
 		{"cron with 6 fields", "version: 3.5.9\nbackupSchedule: '0 0 2 * * *'", cron},
 		{"cron minute 60", "version: 3.5.9\nbackupSchedule: '60 * * * *'", cron},

@@ -22,10 +22,16 @@ import (
 )
 
 // Binary returns the etcd binary built by `make etcd` (ETCD_BIN_DIR, set by `make test`).
-func Binary() (string, error) {
-	dir := os.Getenv("ETCD_BIN_DIR")
+func Binary() (string, error) { return binaryIn("ETCD_BIN_DIR") }
+
+// NextBinary returns the newest etcd the project runs, built by `make etcd-next` (ETCD_NEXT_BIN_DIR, set
+// by `make test`), for what only that version has.
+func NextBinary() (string, error) { return binaryIn("ETCD_NEXT_BIN_DIR") }
+
+func binaryIn(variable string) (string, error) {
+	dir := os.Getenv(variable)
 	if dir == "" {
-		return "", errors.New("ETCD_BIN_DIR is not set: run the tests with `make test`")
+		return "", errors.New(variable + " is not set: run the tests with `make test`")
 	}
 	bin := filepath.Join(dir, "etcd")
 	if _, err := os.Stat(bin); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,9 @@ type driver struct {
 	healAfter time.Duration
 	// unprovisioned ordinals have no volume yet: their "pods" do not start (a slow volume provisioner).
 	unprovisioned map[int]bool
+	// maxLearners is how many learners every member accepts at once (the controller reads it from the
+	// members' pods; here every process starts with the cluster's Env).
+	maxLearners int
 }
 
 // persisted is what survives an operator crash: the StatefulSet size, the ConfigMap, claim annotations,
@@ -107,7 +111,7 @@ func (d *driver) observe(ctx context.Context) (membership.Observed, etcdView) {
 	o := membership.Observed{
 		Desired: d.desired, StatefulSetReplicas: d.state.replicas, Formed: d.state.config != nil && d.state.config.State == "existing" || reachable,
 		Reachable: reachable, Pods: map[int]membership.Pod{}, Volumes: map[int]membership.Volume{},
-		Now: time.Now(), HealAfter: d.healAfter, TargetVersion: "next",
+		Now: time.Now(), HealAfter: d.healAfter, TargetVersion: "next", MaxLearners: d.maxLearners,
 	}
 	// A pod is Ready when its member is healthy (readiness is etcd's own /health, set below).
 	for _, i := range d.c.Ordinals() {
@@ -326,17 +330,26 @@ func newCluster(t testing.TB, n int) (*driver, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newClusterOf(t, n, bin, nil)
+}
+
+// newClusterOf is newCluster from the given etcd binary, every member started with env; the driver reads
+// the learners they accept at once from it, as the controller does from the members' pods.
+func newClusterOf(t testing.TB, n int, bin string, env map[string]string) (*driver, func()) {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "etcd-membership-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := etcdtest.New("m", dir, bin)
-	d := &driver{t: t, c: c, state: newPersisted(), desired: n, healAfter: time.Hour}
+	c.Env = env
+	maxLearners, _ := strconv.Atoi(env["ETCD_MAX_LEARNERS"])
+	d := &driver{t: t, c: c, state: newPersisted(), desired: n, healAfter: time.Hour, maxLearners: maxLearners}
 	d.converge(context.Background(), 60*time.Second)
 	return d, func() { c.Close(); _ = os.RemoveAll(dir) }
 }
 
 // restart is a new operator over the same cluster and persisted state.
 func (d *driver) restart(desired, maxCalls int) *driver {
-	return &driver{t: d.t, c: d.c, state: d.state, desired: desired, maxCalls: maxCalls, healAfter: d.healAfter}
+	return &driver{t: d.t, c: d.c, state: d.state, desired: desired, maxCalls: maxCalls, healAfter: d.healAfter, maxLearners: d.maxLearners}
 }

@@ -39,6 +39,39 @@ func TestScaleUpAddsLearnersAndPromotes(t *testing.T) {
 	}
 }
 
+// TestLearnersJoinSideBySide: on etcd 3.6, every member accepting two learners at once (--max-learners=2,
+// as the operator sets it), scaling 3 -> 5 adds the second learner as soon as the first has started, before
+// either is promoted; etcd accepts it, and both become voters. The same step on etcd's default of one
+// learner (TestScaleUpAddsLearnersAndPromotes) promotes each before the next joins.
+func TestLearnersJoinSideBySide(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bin, err := etcdtest.NextBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, stop := newClusterOf(t, 3, bin, map[string]string{"ETCD_MAX_LEARNERS": "2"})
+	defer stop()
+	start := time.Now()
+	d = d.restart(5, 0)
+	d.converge(ctx, 90*time.Second)
+	t.Logf("scale 3->5 with two learners at once: %s; refused calls: %v", time.Since(start), d.state.refused)
+	if got := d.members(ctx); !slices.Equal(got, []string{"0", "1", "2", "3", "4"}) {
+		t.Fatalf("members after scale-up: %v", got)
+	}
+	want := []string{"AddLearner", "AddLearner", "Promote", "Promote"}
+	if !slices.Equal(d.state.steps, want) {
+		t.Fatalf("steps %v, want %v", d.state.steps, want)
+	}
+	// (etcd refuses any change for its first seconds, until every voter has been connected for a while:
+	// "unhealthy cluster", retried. A learner beyond its limit would be "too many learner members".)
+	for _, r := range d.state.refused {
+		if !strings.Contains(r, "unhealthy cluster") && !strings.Contains(r, "rpc not supported for learner") {
+			t.Fatalf("etcd refused %q (all refusals: %v)", r, d.state.refused)
+		}
+	}
+}
+
 // Volumes are provisioned one after the other: three of five members start, elect a leader and the cluster
 // forms before the last two have volumes. Those two are members of the bootstrap that never started: they
 // start as such ("new", from the same list), not as joiners of an existing cluster (etcd 3.5 waits on its

@@ -106,6 +106,12 @@ type Observed struct {
 	// JoinGated is true when new member pods run the member gate, which holds etcd back until the
 	// operator has added the member: only then may a pod start before its member is in etcd.
 	JoinGated bool
+	// MaxLearners is how many learners every member of etcd accepts at once (etcd's --max-learners, 1 by
+	// default and on etcd 3.5): the lowest setting among the members' pods and the template new pods get.
+	// Each member checks the limit when it applies a membership change, so a learner only some of them
+	// accept would split their views of the cluster; the controller counts a member whose setting it
+	// cannot see as 1.
+	MaxLearners int
 	// Recovery is what quorum-loss recovery needs (recovery.go).
 	Recovery Recovery
 }
@@ -317,7 +323,7 @@ func lateBootstrap(o Observed, v view) []int {
 
 // startAhead is the StatefulSet size that starts the pods of members yet to be added: while the cluster
 // grows, a new pod is scheduled, gets its volume and pulls its image while earlier members join, then
-// waits in its member gate until the operator adds its member (still one learner at a time). Only fresh
+// waits in its member gate until the operator adds its member (as many learners at once as etcd accepts). Only fresh
 // ordinals start ahead: a claim recorded as holding a member's data, or being deleted, and a pod going
 // away or refused by its gate are left to scaleUp, nothing starts ahead while etcd holds members the
 // operator cannot place, nor while the StatefulSet is being recreated.

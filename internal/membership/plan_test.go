@@ -365,6 +365,77 @@ func TestStartAhead(t *testing.T) {
 	runPlanCases(t, cases)
 }
 
+// TestLearnersAtOnce: where every member accepts two learners, the next member joins once the learner
+// before it has started, not once it is promoted; never before it started (its etcd reads the member list
+// it joins with when it starts), never beyond the limit, never beside a member the operator cannot place.
+func TestLearnersAtOnce(t *testing.T) {
+	withLearners := func(limit int, learners ...Member) Observed {
+		o := formed(5, 3, voters(3))
+		o.MaxLearners = limit
+		for _, l := range learners {
+			o.Members = append(o.Members, l)
+			o.Pods[l.Ordinal] = Pod{UpToDate: true}
+		}
+		return o
+	}
+	catchingUp := func(ord int) Member {
+		return Member{ID: uint64(10 + ord), Ordinal: ord, Name: "c-" + string(rune('0'+ord)), Learner: true, Started: true, Healthy: true, Answered: true, RaftIndex: 10}
+	}
+	notStarted := func(ord int) Member { return Member{ID: uint64(10 + ord), Ordinal: ord, Learner: true} }
+	caughtUp := func(ord int) Member {
+		m := catchingUp(ord)
+		m.RaftIndex = 5000
+		return m
+	}
+	cases := []planCase{
+		{name: "a second learner joins beside one catching up",
+			in: withLearners(2, catchingUp(3)), action: ActionAddLearner, ordinal: 4, replicas: 5, phase: PhaseScaling,
+			message: "adding member 4 as a learner (5 of 5 members), beside 1 learner(s)", awaits: true},
+		{name: "no second learner beside one that has not started",
+			in: withLearners(2, notStarted(3)), replicas: 5, phase: PhaseScaling, message: "starting learner", awaits: true},
+		{name: "no second learner where a member accepts only one",
+			in: withLearners(1, catchingUp(3)), replicas: 5, phase: PhaseScaling, message: "catching up", awaits: true},
+		{name: "no second learner where the limit is unknown",
+			in: withLearners(0, catchingUp(3)), replicas: 5, phase: PhaseScaling, message: "catching up", awaits: true},
+		{name: "no third learner beyond a limit of two",
+			in: func() Observed {
+				o := withLearners(2, catchingUp(3), catchingUp(4))
+				o.Desired = 7
+				return o
+			}(), replicas: 7, phase: PhaseScaling, message: "catching up", awaits: true},
+		{name: "the next member joins before a caught-up learner is promoted, so its pod starts meanwhile",
+			in: withLearners(2, caughtUp(3)), action: ActionAddLearner, ordinal: 4, replicas: 5, phase: PhaseScaling,
+			message: "beside 1 learner(s)", awaits: true},
+		{name: "a caught-up learner is promoted where no other may join",
+			in: withLearners(1, caughtUp(3)), action: ActionPromote, ordinal: 3, replicas: 5, phase: PhaseScaling},
+		{name: "the learner that caught up first is promoted first",
+			in: withLearners(2, catchingUp(3), caughtUp(4)), action: ActionPromote, ordinal: 4, replicas: 5, phase: PhaseScaling},
+		{name: "no second learner while a voter is unhealthy",
+			in: func() Observed {
+				o := withLearners(2, catchingUp(3))
+				o.Members[1].Healthy, o.Members[1].UnhealthySince = false, now
+				return o
+			}(), replicas: 5, phase: PhaseScaling, message: "catching up", awaits: true},
+		{name: "no second learner beside a member the operator cannot place",
+			in: func() Observed {
+				o := withLearners(2, catchingUp(3))
+				o.Members = append(o.Members, Member{ID: 77, Ordinal: -1, Name: "stranger", Started: true, Healthy: true})
+				return o
+			}(), replicas: 4, phase: PhaseScaling, message: "catching up", awaits: true},
+		{name: "no second learner at the desired size",
+			in: func() Observed {
+				o := withLearners(2, catchingUp(3))
+				o.Desired = 4
+				return o
+			}(), replicas: 4, phase: PhaseScaling, message: "catching up", awaits: true},
+	}
+	runPlanCases(t, cases)
+	d := Plan(withLearners(2, catchingUp(3)))
+	if got := d.Config.Ordinals(); !slices.Equal(got, []int{0, 1, 2, 3, 4}) {
+		t.Fatalf("the second learner's configuration lists %v: it must list every member etcd will have, the first learner included", got)
+	}
+}
+
 // TestAddLearnerListsTheNewMemberFirst: the configuration written before AddLearner already lists the
 // member being added, so a pod that waited in its member gate starts etcd with an initial cluster that
 // matches etcd's member list once the learner is in it.

@@ -22,9 +22,10 @@ type rule struct {
 //  2. finish a replacement in progress (remove the member, then its data), or call it off if it recovered;
 //  3. wipe a volume the member gate refused (it holds a removed member's data);
 //  4. report a member pod that cannot run etcd and change nothing more (a version that does not start);
-//  5. promote a started learner once it has caught up, after giving it its pod;
+//  5. promote a started learner once it has caught up, after giving it its pod (the next may join beside
+//     learners still catching up, as many as etcd accepts at once);
 //  6. replace a member whose data is lost, or that failed to rejoin for HealAfter, if quorum holds without it;
-//  7. scale up by one learner, only while every member is healthy;
+//  7. scale up by one learner, only while every voter is healthy;
 //  8. scale down one member, highest ordinal first, leader moved away first, never below quorum;
 //  9. roll outdated pods one at a time, followers first and the leader last;
 //  10. otherwise stable (or waiting for unhealthy members).
@@ -188,11 +189,16 @@ func imageFailure(cannotStart string) bool {
 // learner that did not answer for itself (a new pod's name resolves only once its endpoint is published,
 // while etcd's own traffic already flows over the connections the learner opened) is promoted by etcd's
 // judgement: etcd refuses to promote a learner that trails its leader, and the controller asks again soon.
+// Where etcd accepts another learner, the next member joins first (joinBeside): its pod then starts while
+// the learners before it are promoted, instead of after.
 func learners(o Observed, v view) (Decision, bool) {
+	var waiting, promote *Decision
+	n := 0
 	for _, m := range v.ours {
 		if !m.Learner {
 			continue
 		}
+		n++
 		d := Decision{Replicas: v.replicas, Phase: PhaseScaling}
 		switch {
 		case !m.Started:
@@ -202,9 +208,45 @@ func learners(o Observed, v view) (Decision, bool) {
 		default:
 			d.Action, d.Message = Action{Type: ActionPromote, Ordinal: m.Ordinal, ID: m.ID}, fmt.Sprintf("promoting learner %s", m.Name)
 		}
+		switch {
+		case d.Action.Type == ActionPromote && promote == nil:
+			promote = &d
+		case d.Action.Type == ActionNone && waiting == nil:
+			waiting = &d
+		}
+	}
+	if n == 0 {
+		return Decision{}, false
+	}
+	if d, ok := joinBeside(o, v, n); ok {
 		return d, true
 	}
-	return Decision{}, false
+	if promote != nil {
+		return *promote, true
+	}
+	return *waiting, true
+}
+
+// joinBeside adds the next member as a learner beside n learners, when every member accepts one more
+// (Observed.MaxLearners) and each of those learners has started: a learner's etcd compares the member list
+// it starts with to etcd's, so none may be added while another has yet to read its list. Learners do not
+// vote, so quorum is untouched; they are promoted one at a time, each once it has caught up.
+func joinBeside(o Observed, v view, n int) (Decision, bool) {
+	if n >= o.MaxLearners || len(v.unknown) > 0 {
+		return Decision{}, false
+	}
+	for _, m := range v.ours {
+		if m.Learner && !m.Started {
+			return Decision{}, false
+		}
+	}
+	d, ok := scaleUp(o, v)
+	if !ok || d.Action.Type != ActionAddLearner {
+		return Decision{}, false
+	}
+	d.Message += fmt.Sprintf(", beside %d learner(s)", n)
+	d.AwaitsLearner = true
+	return d, true
 }
 
 // heal gives a fresh start to a voter whose data is provably gone, or that stayed unhealthy for HealAfter
@@ -275,7 +317,8 @@ func unhealthyTooLong(o Observed, v view, m Member) bool {
 	return o.Now.Sub(since) >= o.HealAfter
 }
 
-// scaleUp adds one learner at a time, into the lowest free ordinal, only while every voter is healthy.
+// scaleUp adds a learner, into the lowest free ordinal, only while every voter is healthy (one at a time
+// unless etcd accepts more: joinBeside).
 func scaleUp(o Observed, v view) (Decision, bool) {
 	if len(v.ours) >= o.Desired {
 		return Decision{}, false

@@ -19,18 +19,32 @@ const MemberGateContainerName = "member-gate"
 // image, so a later operator that keeps a running cluster's gate (to restart no member) still knows it.
 const MemberGateHoldsForcedStartEnv = "MEMBER_GATE_HOLDS_FORCED_START"
 
-// MemberGate is the member-gate init container of the members' template: its image ("" for none) and
-// whether it carries MemberGateHoldsForcedStartEnv. Both are kept from a running cluster's template until
-// it rolls for another reason.
+// MemberGate is how the members' template lets members join: the member-gate init container's image (""
+// for none), whether it carries MemberGateHoldsForcedStartEnv, and how many learners etcd accepts at once.
+// All are kept from a running cluster's template until it rolls for another reason.
 type MemberGate struct {
 	Image            string
 	HoldsForcedStart bool
+	// MaxLearners is etcd's --max-learners (MaxLearnersEnv), set on etcd 3.6 and later (0: not set,
+	// etcd's default of one).
+	MaxLearners int
 }
 
-// CurrentMemberGate is this operator's gate: its own image, holding members back during a forced start.
+// CurrentMemberGate is this operator's gate: its own image, holding members back during a forced start,
+// with LearnersAtOnce.
 func CurrentMemberGate(o Options) MemberGate {
-	return MemberGate{Image: o.OperatorImage, HoldsForcedStart: true}
+	return MemberGate{Image: o.OperatorImage, HoldsForcedStart: true, MaxLearners: LearnersAtOnce}
 }
+
+// LearnersAtOnce is how many learners a member of etcd 3.6 or later accepts: two new members join side by
+// side, so the usual steps (1 to 3, 3 to 5 members) take one member's join time, while the leader streams
+// its data to at most two members at once. Every member checks the limit when it applies a membership
+// change (a member that accepts fewer would refuse a learner the others add), so the operator adds a
+// second learner only once every member runs with it, and the value is never lowered.
+const LearnersAtOnce = 2
+
+// MaxLearnersEnv is etcd's --max-learners as a variable (etcd 3.6 and later).
+const MaxLearnersEnv = "ETCD_MAX_LEARNERS"
 
 // memberGateInitContainer runs the gate with etcd's own configuration (the same variables, the same
 // ConfigMap, the same data volume and, with TLS, the same peer certificate at the same path), so it judges

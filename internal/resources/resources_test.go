@@ -425,3 +425,35 @@ func TestLateBootstrapInConfiguration(t *testing.T) {
 		t.Fatalf("%s=%q, want design-2", membergate.EnvLateBootstrap, got)
 	}
 }
+
+// TestMaxLearnersOnlyOnEtcd36: the template sets --max-learners where etcd has it (3.6 and later) and the
+// gate asks for more than etcd's default; etcd 3.5 and a template kept without it get none.
+func TestMaxLearnersOnlyOnEtcd36(t *testing.T) {
+	o := DefaultOptions()
+	cases := []struct {
+		version string
+		gate    MemberGate
+		want    string
+	}{
+		{"3.6.16", CurrentMemberGate(o), "2"},
+		{"3.7.0", CurrentMemberGate(o), "2"},
+		{"4.0.0", CurrentMemberGate(o), "2"},
+		{"3.5.35", CurrentMemberGate(o), ""},
+		{"3.6.16", MemberGate{Image: o.OperatorImage, HoldsForcedStart: true}, ""},
+		{"3.6.16", MemberGate{MaxLearners: 1}, ""},
+		{"3.6", CurrentMemberGate(o), ""},
+	}
+	for _, tc := range cases {
+		c := designCluster()
+		c.Spec.Version = tc.version
+		got := ""
+		for _, e := range StatefulSet(c, 3, o, nil, tc.gate).Spec.Template.Spec.Containers[0].Env {
+			if *e.Name == MaxLearnersEnv {
+				got = *e.Value
+			}
+		}
+		if got != tc.want {
+			t.Errorf("etcd %s, gate %+v: %s=%q, want %q", tc.version, tc.gate, MaxLearnersEnv, got, tc.want)
+		}
+	}
+}

@@ -71,7 +71,7 @@ func podTemplate(c *etcdv1alpha1.EtcdCluster, o Options, restore *RestoreSource,
 		WithEnableServiceLinks(false).
 		WithAutomountServiceAccountToken(false).
 		WithSecurityContext(restrictedPodSecurity()).
-		WithContainers(etcdContainer(c, o, gate.Image != "" && readyzChecksLearners(c.Spec.Version)))
+		WithContainers(etcdContainer(c, o, gate.Image != "" && readyzChecksLearners(c.Spec.Version), gate.MaxLearners))
 	if TLSEnabled(c) {
 		spec.WithVolumes(secretVolume(serverTLSVolume, ServerSecretName(c)), secretVolume(peerTLSVolume, PeerSecretName(c)))
 	}
@@ -113,8 +113,9 @@ func podTemplate(c *etcdv1alpha1.EtcdCluster, o Options, restore *RestoreSource,
 // etcdContainer builds the etcd container. With learnerAwareReadiness a pod is Ready only when its member
 // votes (etcd's /readyz includes a "non_learner" check): a learner serves no client request ("rpc not
 // supported for learner"), so the client Service must not route to it and the PodDisruptionBudget must
-// not count it as one of the members quorum rests on.
-func etcdContainer(c *etcdv1alpha1.EtcdCluster, o Options, learnerAwareReadiness bool) *corev1ac.ContainerApplyConfiguration {
+// not count it as one of the members quorum rests on. maxLearners above one is set on etcd 3.6 and later
+// (etcd 3.5 has no such setting).
+func etcdContainer(c *etcdv1alpha1.EtcdCluster, o Options, learnerAwareReadiness bool, maxLearners int) *corev1ac.ContainerApplyConfiguration {
 	probes := o.probes()
 	readiness := healthProbe("/health", probes.ReadinessPeriod, probes.ReadinessTimeout, probes.ReadinessFailures)
 	if learnerAwareReadiness {
@@ -136,6 +137,7 @@ func etcdContainer(c *etcdv1alpha1.EtcdCluster, o Options, learnerAwareReadiness
 			corev1ac.EnvVar().WithName("ETCD_ADVERTISE_CLIENT_URLS").WithValue(scheme(c)+"://"+host+":2379"),
 		).
 		WithEnv(settingsEnv(c)...).
+		WithEnv(maxLearnersEnv(c, maxLearners)...).
 		WithEnvFrom(corev1ac.EnvFromSource().WithConfigMapRef(corev1ac.ConfigMapEnvSource().WithName(ConfigMapName(c)))).
 		WithPorts(
 			corev1ac.ContainerPort().WithName("client").WithContainerPort(ClientPort).WithProtocol(corev1.ProtocolTCP),
@@ -167,18 +169,32 @@ func etcdContainer(c *etcdv1alpha1.EtcdCluster, o Options, learnerAwareReadiness
 
 // readyzChecksLearners reports whether etcd's /readyz fails on a learner: from 3.5.19 (backported) and in
 // every 3.6 and later release.
-func readyzChecksLearners(version string) bool {
+func readyzChecksLearners(version string) bool { return versionAtLeast(version, 3, 5, 19) }
+
+// maxLearnersEnv sets etcd's --max-learners, which etcd 3.6 introduced.
+func maxLearnersEnv(c *etcdv1alpha1.EtcdCluster, maxLearners int) []*corev1ac.EnvVarApplyConfiguration {
+	if maxLearners <= 1 || !versionAtLeast(c.Spec.Version, 3, 6, 0) {
+		return nil
+	}
+	return []*corev1ac.EnvVarApplyConfiguration{corev1ac.EnvVar().WithName(MaxLearnersEnv).WithValue(strconv.Itoa(maxLearners))}
+}
+
+// versionAtLeast reports whether version (major.minor.patch) is at least the given one; false when it does
+// not parse.
+func versionAtLeast(version string, major, minor, patch int) bool {
 	parts := strings.SplitN(version, ".", 3)
 	if len(parts) != 3 {
 		return false
 	}
-	major, errMajor := strconv.Atoi(parts[0])
-	minor, errMinor := strconv.Atoi(parts[1])
-	patch, errPatch := strconv.Atoi(parts[2])
-	if errMajor != nil || errMinor != nil || errPatch != nil {
-		return false
+	v := [3]int{}
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return false
+		}
+		v[i] = n
 	}
-	return major > 3 || major == 3 && (minor > 5 || minor == 5 && patch >= 19)
+	return v[0] > major || v[0] == major && (v[1] > minor || v[1] == minor && v[2] >= patch)
 }
 
 func fieldEnv(name, path string) *corev1ac.EnvVarApplyConfiguration {

@@ -132,7 +132,7 @@ var _ = Describe("A 3-member EtcdCluster", Ordered, func() {
 	})
 
 	It("defragments every member in turn on kubectl etcd defrag, leader last, restarting none", func() {
-		pods, restarts, warned := podUIDs(c), etcdRestarts(c), warningEvents(c, "QuorumLost", "MembersUnhealthy")
+		pods, restarts, warned := podUIDs(c), etcdRestarts(c), clusterEvents(c, corev1.EventTypeWarning, "QuorumLost", "MembersUnhealthy")
 		out, err := plugin("defrag", "-n", ns, c.Name)
 		Expect(err).NotTo(HaveOccurred(), out)
 		cur := fw.GetCluster(c)
@@ -167,7 +167,7 @@ var _ = Describe("A 3-member EtcdCluster", Ordered, func() {
 		// Routine maintenance is no outage: while the leader defragments, the others may elect another
 		// leader, which must not be reported as members unhealthy or quorum lost.
 		var news []string
-		for key, warning := range warningEvents(c, "QuorumLost", "MembersUnhealthy") {
+		for key, warning := range clusterEvents(c, corev1.EventTypeWarning, "QuorumLost", "MembersUnhealthy") {
 			if _, ok := warned[key]; !ok {
 				news = append(news, warning)
 			}

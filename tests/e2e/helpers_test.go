@@ -13,6 +13,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
@@ -205,4 +206,24 @@ func podNamed(ns, name string) *corev1.Pod {
 		return nil
 	}
 	return p
+}
+
+// clusterEvents are the events of the type about c with one of the reasons, each once per time it was
+// recorded (keyed by UID and count).
+func clusterEvents(c *etcdv1alpha1.EtcdCluster, eventType string, reasons ...string) map[string]string {
+	events := &eventsv1.EventList{}
+	Expect(k8s.List(ctx, events, client.InNamespace(c.Namespace))).To(Succeed())
+	out := map[string]string{}
+	for _, e := range events.Items {
+		if e.Regarding.Name != c.Name || e.Regarding.Kind != "EtcdCluster" || e.Type != eventType ||
+			!slices.Contains(reasons, e.Reason) {
+			continue
+		}
+		count := e.DeprecatedCount
+		if e.Series != nil {
+			count = max(count, e.Series.Count)
+		}
+		out[fmt.Sprintf("%s/%d", e.UID, count)] = fmt.Sprintf("%s: %s (x%d)", e.Reason, e.Note, count)
+	}
+	return out
 }

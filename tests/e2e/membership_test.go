@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -85,6 +86,19 @@ var _ = Describe("Membership changes", Label("membership"), func() {
 			w.WaitProgress(20, time.Minute)
 			w.StopAndVerify(c)
 		}
+		expectKey(c, "/e2e/before-upgrade", "kept")
+
+		// The roll onto etcd 3.6 gave every member the operator's --max-learners: the next scale-up lets
+		// the second new member join beside the first instead of after its promotion.
+		By("scaling 3 → 5 on etcd " + etcdMinorUpgradeTo)
+		start := time.Now()
+		fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Replicas = 5 })
+		fw.WaitAvailable(c, 5*time.Minute)
+		expectVotingMembers(c, memberNames(c, 5), 2*time.Minute)
+		framework.ReportDuration("scale 3 → 5 on etcd "+etcdMinorUpgradeTo, time.Since(start))
+		expectAgreement(c, 5)
+		Expect(slices.Collect(maps.Values(clusterEvents(c, corev1.EventTypeNormal, "MemberChange")))).To(
+			ContainElement(ContainSubstring("as a learner (5 of 5 members), beside 1 learner(s)")), "the second learner joined after the first's promotion")
 		expectKey(c, "/e2e/before-upgrade", "kept")
 	})
 

@@ -5,8 +5,6 @@ package e2e
 import (
 	"context"
 	"errors"
-	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -14,7 +12,6 @@ import (
 	. "github.com/onsi/gomega"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -146,26 +143,6 @@ func etcdRestarts(c *etcdv1alpha1.EtcdCluster) map[string]int32 {
 				out[p.Name] = st.RestartCount
 			}
 		}
-	}
-	return out
-}
-
-// warningEvents are the warning events about c with one of the reasons, each once per time it was recorded
-// (UID and count).
-func warningEvents(c *etcdv1alpha1.EtcdCluster, reasons ...string) map[string]string {
-	events := &eventsv1.EventList{}
-	Expect(k8s.List(ctx, events, client.InNamespace(c.Namespace))).To(Succeed())
-	out := map[string]string{}
-	for _, e := range events.Items {
-		if e.Regarding.Name != c.Name || e.Regarding.Kind != "EtcdCluster" || e.Type != corev1.EventTypeWarning ||
-			!slices.Contains(reasons, e.Reason) {
-			continue
-		}
-		count := e.DeprecatedCount
-		if e.Series != nil {
-			count = max(count, e.Series.Count)
-		}
-		out[fmt.Sprintf("%s/%d", e.UID, count)] = fmt.Sprintf("%s: %s (x%d)", e.Reason, e.Note, count)
 	}
 	return out
 }

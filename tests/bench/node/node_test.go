@@ -43,6 +43,7 @@ var (
 	etcdRepo     = framework.Env("BENCH_ETCD_REPOSITORY", "localhost:5000/etcd")
 	etcdVersion  = framework.Env("BENCH_ETCD_VERSION", "3.5.35")
 	upgradeFrom  = framework.Env("BENCH_ETCD_UPGRADE_FROM", "3.5.34")
+	nextVersion  = framework.Env("BENCH_ETCD_NEXT_VERSION", "3.6.16") // its members accept two learners at once
 	operatorNS   = framework.Env("BENCH_OPERATOR_NAMESPACE", "etcd-operator-system")
 	operatorName = framework.Env("BENCH_OPERATOR_DEPLOYMENT", "etcd-operator-controller-manager")
 	// fw builds the clusters the benchmarks create (the suites' sample cluster).

@@ -85,7 +85,8 @@ func availableWithoutTLS(t *testing.T, n int32) float64 {
 }
 
 // TestScale: 3→5 and 5→3, time per member step, next to one member's start (bare 1-member StatefulSet,
-// new volume) in the same run; and 3→5 of a cluster without TLS.
+// new volume) in the same run; 3→5 of a cluster without TLS, and on etcd 3.6, where the two new members
+// join side by side.
 func TestScale(t *testing.T) {
 	for range runs {
 		pod := barePodStart(t)
@@ -96,8 +97,11 @@ func TestScale(t *testing.T) {
 		plain, done := startCluster(t, "notls", etcdVersion, withoutTLS)
 		upNoTLS := scaleTo(t, plain, 5)
 		done()
+		next, done := startCluster(t, "next", nextVersion, nil)
+		upNext := scaleTo(t, next, 5)
+		done()
 		record(t, "scale", map[string]float64{"podStart": pod, "up": up, "upStep": up / 2, "down": down, "downStep": down / 2,
-			"upRatio": up / 2 / pod, "downRatio": down / 2 / pod, "upNoTLS": upNoTLS})
+			"upRatio": up / 2 / pod, "downRatio": down / 2 / pod, "upNoTLS": upNoTLS, "upNext": upNext, "upNextRatio": upNext / pod})
 	}
 }
 
