@@ -80,10 +80,11 @@ func learnersAccepted(spec *corev1.PodSpec) int {
 	return max(n, 1)
 }
 
-// learnersAccepted is how many learners every member accepts at once: the lowest setting among the pods
-// of etcd's members and the template new pods get. A member without a pod here, or one the operator cannot
-// place, counts as 1: its setting is unknown, and each member checks the limit when it applies a change.
-func (obs observation) learnersAccepted() int {
+// learnersEveryMemberAccepts is how many learners every member accepts at once: the lowest setting among
+// the pods of etcd's members and the template new pods get. A member without a pod here, or one the
+// operator cannot place, counts as 1: its setting is unknown, and each member checks the limit when it
+// applies a change.
+func (obs observation) learnersEveryMemberAccepts() int {
 	if obs.statefulSet == nil {
 		return 1
 	}

@@ -145,8 +145,8 @@ func TestLearnersAccepted(t *testing.T) {
 		}(), 1},
 		{"no StatefulSet", observation{}, 1},
 	} {
-		if got := tc.obs.learnersAccepted(); got != tc.want {
-			t.Errorf("%s: learnersAccepted = %d, want %d", tc.name, got, tc.want)
+		if got := tc.obs.learnersEveryMemberAccepts(); got != tc.want {
+			t.Errorf("%s: learnersEveryMemberAccepts = %d, want %d", tc.name, got, tc.want)
 		}
 	}
 }

@@ -550,7 +550,7 @@ func (obs observation) planInput(c *etcdv1alpha1.EtcdCluster, now time.Time, hea
 		// New pods get the StatefulSet's template, and a gate once there stays (memberGate).
 		in.JoinGated = hasMemberGate(&obs.statefulSet.Spec.Template.Spec)
 	}
-	in.MaxLearners = obs.learnersAccepted()
+	in.MaxLearners = obs.learnersEveryMemberAccepts()
 	if in.StatefulSetReplicas > 0 && len(obs.pods) == 0 && !in.Formed {
 		in.StatefulSetReplicas = 0 // no pod ever started: the bootstrap size may still follow the spec
 	}
