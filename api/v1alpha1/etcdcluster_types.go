@@ -167,7 +167,7 @@ const (
 	QuorumLossReport QuorumLossRecovery = "Report"
 	// QuorumLossFromSurvivor rebuilds the cluster from the surviving voter with the highest raft index: it
 	// restarts alone with etcd's --force-new-cluster (one start, never left in the template), and the other
-	// members rejoin empty, one learner at a time, as in a heal. Writes the survivor had not received are lost.
+	// members rejoin empty as learners, as in a heal. Writes the survivor had not received are lost.
 	QuorumLossFromSurvivor QuorumLossRecovery = "FromSurvivor"
 	// QuorumLossFromBackup rebuilds the cluster from its newest successful backup (an EtcdBackup of the
 	// cluster, or the last scheduled backup): every member moves the data on its volume aside (kept there,

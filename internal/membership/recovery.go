@@ -67,7 +67,7 @@ type ForceNewCluster struct {
 // highest raft index, when the spec allows it:
 //  1. choose the survivor, name it in the configuration with --force-new-cluster, and restart its pod;
 //  2. wait for it to come back alone (then etcd answers again, and endForcedStart clears the instruction);
-//  3. the others rejoin empty, one learner at a time, through the ordinary rules (scale up, stale data).
+//  3. the others rejoin empty as learners, through the ordinary rules (scale up, stale data).
 //
 // It never acts while a majority may still come back: members that still hold their data (answering or
 // not: a node that is down, a pod that is slow) count towards it, and only when fewer than a quorum of
