@@ -42,38 +42,32 @@ func memberGate(existing *appsv1.StatefulSet, pods []corev1.Pod, desiredEtcdImag
 	return kept
 }
 
-// maxLearnersVariable is the etcd container's MaxLearnersEnv as the template sets it (0 when it does not).
+// maxLearnersVariable is the etcd container's MaxLearnersEnv in a pod spec (the last entry wins, as in the
+// kubelet): 0 when it is not set, or set from elsewhere (ValueFrom), which the operator cannot read.
 func maxLearnersVariable(spec *corev1.PodSpec) int {
+	n := 0
 	if ctr := etcdContainerOf(spec); ctr != nil {
 		for _, e := range ctr.Env {
-			if e.Name == resources.MaxLearnersEnv && e.ValueFrom == nil {
-				n, _ := strconv.Atoi(e.Value)
-				return n
+			if e.Name == resources.MaxLearnersEnv {
+				n, _ = strconv.Atoi(e.Value)
 			}
 		}
 	}
-	return 0
+	return n
 }
 
 // learnersAccepted is how many learners etcd accepts at once (its --max-learners) in a member pod spec:
 // a flag wins over the variable, as in etcd; 1 (etcd's default) when neither is set or readable.
 func learnersAccepted(spec *corev1.PodSpec) int {
-	ctr := etcdContainerOf(spec)
-	if ctr == nil {
-		return 1
-	}
-	n := 0
-	for _, e := range ctr.Env {
-		if e.Name == resources.MaxLearnersEnv {
-			n, _ = strconv.Atoi(e.Value) // set from elsewhere (ValueFrom): unreadable, counted as 1
-		}
-	}
-	for _, arg := range ctr.Args {
-		name, value, hasValue := strings.Cut(strings.TrimLeft(arg, "-"), "=")
-		if name == "max-learners" && strings.HasPrefix(arg, "-") {
-			n = 0
-			if hasValue {
-				n, _ = strconv.Atoi(value)
+	n := maxLearnersVariable(spec)
+	if ctr := etcdContainerOf(spec); ctr != nil {
+		for _, arg := range ctr.Args {
+			name, value, hasValue := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+			if name == "max-learners" && strings.HasPrefix(arg, "-") {
+				n = 0
+				if hasValue {
+					n, _ = strconv.Atoi(value)
+				}
 			}
 		}
 	}

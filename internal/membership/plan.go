@@ -323,10 +323,10 @@ func lateBootstrap(o Observed, v view) []int {
 
 // startAhead is the StatefulSet size that starts the pods of members yet to be added: while the cluster
 // grows, a new pod is scheduled, gets its volume and pulls its image while earlier members join, then
-// waits in its member gate until the operator adds its member (as many learners at once as etcd accepts). Only fresh
-// ordinals start ahead: a claim recorded as holding a member's data, or being deleted, and a pod going
-// away or refused by its gate are left to scaleUp, nothing starts ahead while etcd holds members the
-// operator cannot place, nor while the StatefulSet is being recreated.
+// waits in its member gate until the operator adds its member (as many learners at once as etcd
+// accepts). Only fresh ordinals start ahead: a claim recorded as holding a member's data, or being
+// deleted, and a pod going away or refused by its gate are left to scaleUp, nothing starts ahead while
+// etcd holds members the operator cannot place, nor while the StatefulSet is being recreated.
 func startAhead(o Observed, v view) int {
 	if !o.JoinGated || len(v.unknown) > 0 || len(v.ours) >= o.Desired || o.StatefulSetReplicas < 0 {
 		return 0

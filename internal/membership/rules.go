@@ -193,12 +193,15 @@ func imageFailure(cannotStart string) bool {
 // the learners before it are promoted, instead of after.
 func learners(o Observed, v view) (Decision, bool) {
 	var waiting, promote *Decision
-	n := 0
+	n, unstarted := 0, 0
 	for _, m := range v.ours {
 		if !m.Learner {
 			continue
 		}
 		n++
+		if !m.Started {
+			unstarted++
+		}
 		d := Decision{Replicas: v.replicas, Phase: PhaseScaling}
 		switch {
 		case !m.Started:
@@ -218,7 +221,7 @@ func learners(o Observed, v view) (Decision, bool) {
 	if n == 0 {
 		return Decision{}, false
 	}
-	if d, ok := joinBeside(o, v, n); ok {
+	if d, ok := joinBeside(o, v, n, unstarted == 0); ok {
 		return d, true
 	}
 	if promote != nil {
@@ -231,14 +234,9 @@ func learners(o Observed, v view) (Decision, bool) {
 // (Observed.MaxLearners) and each of those learners has started: a learner's etcd compares the member list
 // it starts with to etcd's, so none may be added while another has yet to read its list. Learners do not
 // vote, so quorum is untouched; they are promoted one at a time, each once it has caught up.
-func joinBeside(o Observed, v view, n int) (Decision, bool) {
-	if n >= o.MaxLearners || len(v.unknown) > 0 {
+func joinBeside(o Observed, v view, n int, allStarted bool) (Decision, bool) {
+	if n >= o.MaxLearners || len(v.unknown) > 0 || !allStarted {
 		return Decision{}, false
-	}
-	for _, m := range v.ours {
-		if m.Learner && !m.Started {
-			return Decision{}, false
-		}
 	}
 	d, ok := scaleUp(o, v)
 	if !ok || d.Action.Type != ActionAddLearner {
