@@ -474,11 +474,7 @@ func (obs observation) unanswered() bool {
 // formed reports whether the cluster has ever reached quorum: an etcd member serves clients (the member
 // list included) only once it has joined one.
 func (obs observation) formed(c *etcdv1alpha1.EtcdCluster) bool {
-	if obs.reachable {
-		return true
-	}
-	prev := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable)
-	return prev != nil && (prev.Reason == ReasonQuorumHealthy || prev.Reason == ReasonQuorumLost)
+	return obs.reachable || reportedQuorum(c)
 }
 
 // unhealthySince is when member name was first seen unhealthy: kept from the last status, else now.

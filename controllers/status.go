@@ -202,8 +202,16 @@ func newStatusFacts(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.D
 		}
 	}
 	f.quorum = resources.Quorum(f.voters)
-	f.formed = obs.formed(c) || f.healthy >= f.quorum
+	// QuorumLost is for a quorum once reported: while a new cluster forms, etcd answers a second or two
+	// before its members pass readiness, and that is bootstrapping, not an outage (no warning for it).
+	f.formed = reportedQuorum(c) || f.healthy >= f.quorum
 	return f
+}
+
+// reportedQuorum: status has reported the cluster's quorum, healthy or lost, before.
+func reportedQuorum(c *etcdv1alpha1.EtcdCluster) bool {
+	prev := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable)
+	return prev != nil && (prev.Reason == ReasonQuorumHealthy || prev.Reason == ReasonQuorumLost)
 }
 
 // availableCondition: a quorum of voting members is healthy.

@@ -55,37 +55,48 @@ func TestComputeStatus(t *testing.T) {
 		name     string
 		replicas int32
 		paused   bool
+		// before is the Available reason status reported last ("" for none: a new cluster).
+		before   string
 		obs      observation
 		decision membership.Decision
 		err      error
 		want     want
 	}{
-		{"healthy", 3, false, statusObservation([]bool{true, true, true}, nil), membership.Decision{},
+		{"healthy", 3, false, ReasonQuorumHealthy, statusObservation([]bool{true, true, true}, nil), membership.Decision{},
 			nil, want{etcdv1alpha1.PhaseRunning, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionFalse, ReasonAsExpected}},
 		// A scale step's learner is starting: the cluster is changing, not degraded.
-		{"scale-up, learner starting", 5, false, statusObservation([]bool{true, true, true}, []bool{false}),
+		{"scale-up, learner starting", 5, false, ReasonQuorumHealthy, statusObservation([]bool{true, true, true}, []bool{false}),
 			membership.Decision{Phase: membership.PhaseScaling, Message: "starting learner member 3"},
 			nil, want{etcdv1alpha1.PhaseProgressing, metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionFalse, ReasonAsExpected}},
-		{"one voter of three unhealthy", 3, false, statusObservation([]bool{true, false, true}, nil), membership.Decision{},
+		{"one voter of three unhealthy", 3, false, ReasonQuorumHealthy, statusObservation([]bool{true, false, true}, nil), membership.Decision{},
 			nil, want{etcdv1alpha1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionTrue, ReasonMembersUnhealthy}},
 		// Just promoted: a voter whose pod is not ready yet lowers the failures the cluster tolerates.
-		{"promoted voter not ready yet", 5, false, statusObservation([]bool{true, true, true, false}, nil),
+		{"promoted voter not ready yet", 5, false, ReasonQuorumHealthy, statusObservation([]bool{true, true, true, false}, nil),
 			membership.Decision{Phase: membership.PhaseScaling},
 			nil, want{etcdv1alpha1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionTrue, ReasonMembersUnhealthy}},
-		{"quorum lost", 3, false, statusObservation([]bool{true, false, false}, nil), membership.Decision{},
+		{"quorum lost", 3, false, ReasonQuorumHealthy, statusObservation([]bool{true, false, false}, nil), membership.Decision{},
 			nil, want{etcdv1alpha1.PhaseUnavailable, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionTrue, ReasonMembersUnhealthy}},
-		{"reconcile failed", 3, false, statusObservation([]bool{true, true, true}, nil), membership.Decision{},
+		{"reconcile failed", 3, false, ReasonQuorumHealthy, statusObservation([]bool{true, true, true}, nil), membership.Decision{},
 			errors.New("boom"), want{etcdv1alpha1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionTrue, ReasonReconcileFailed}},
 		// A member restarted onto a version whose image does not pull: reported, never healed.
-		{"stalled upgrade", 3, false, statusObservation([]bool{true, false, true}, nil),
+		{"stalled upgrade", 3, false, ReasonQuorumHealthy, statusObservation([]bool{true, false, true}, nil),
 			membership.Decision{Phase: membership.PhaseStalled, Message: "cannot start: member 1 (ImagePullBackOff)"},
 			nil, want{etcdv1alpha1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionTrue, ReasonMemberCannotStart}},
-		{"paused", 3, true, statusObservation([]bool{true, true, true}, nil), membership.Decision{},
+		// A new cluster: etcd answers before its members pass readiness. That is bootstrapping, not a
+		// lost quorum, and no member is reported unhealthy for it.
+		{"bootstrapping, etcd answers before readiness", 3, false, "", statusObservation([]bool{true, false, false}, nil),
+			membership.Decision{}, nil, want{etcdv1alpha1.PhasePending, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionFalse, ReasonAsExpected}},
+		{"bootstrapping, quorum ready", 3, false, "", statusObservation([]bool{true, true, false}, nil),
+			membership.Decision{}, nil, want{etcdv1alpha1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionTrue, ReasonMembersUnhealthy}},
+		{"paused", 3, true, ReasonQuorumHealthy, statusObservation([]bool{true, true, true}, nil), membership.Decision{},
 			nil, want{etcdv1alpha1.PhasePaused, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionFalse, ReasonAsExpected}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 2}}
 			c.Spec.Replicas, c.Spec.Paused = tc.replicas, tc.paused
+			if tc.before != "" {
+				c.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha1.ConditionAvailable, Reason: tc.before}}
+			}
 			if tc.decision.Phase == "" {
 				tc.decision.Phase = membership.PhaseStable
 			}
