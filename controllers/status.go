@@ -155,8 +155,8 @@ type statusFacts struct {
 	voters, healthy, quorum int32
 	// electing: healthy voters that know no leader yet (memberHealth).
 	electing int
-	// formed: the cluster has ever had quorum.
-	formed bool
+	// hadQuorum: the cluster has had a quorum (reported before, or healthy now).
+	hadQuorum bool
 	// currentVersion is the lowest version a member reports ("" while etcd cannot be asked).
 	currentVersion     string
 	unhealthy, unknown []string
@@ -204,7 +204,7 @@ func newStatusFacts(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.D
 	f.quorum = resources.Quorum(f.voters)
 	// QuorumLost is for a quorum once reported: while a new cluster forms, etcd answers a second or two
 	// before its members pass readiness, and that is bootstrapping, not an outage (no warning for it).
-	f.formed = reportedQuorum(c) || f.healthy >= f.quorum
+	f.hadQuorum = reportedQuorum(c) || f.healthy >= f.quorum
 	return f
 }
 
@@ -224,7 +224,7 @@ func availableCondition(f statusFacts) conditionState {
 	case f.healthy >= f.quorum:
 		return conditionState{metav1.ConditionTrue, ReasonQuorumHealthy,
 			fmt.Sprintf("%d of %d voting members healthy (quorum %d)", f.healthy, f.voters, f.quorum)}
-	case f.formed:
+	case f.hadQuorum:
 		return conditionState{metav1.ConditionFalse, ReasonQuorumLost,
 			fmt.Sprintf("only %d of %d voting members healthy; quorum needs %d", f.healthy, f.voters, f.quorum) +
 				survivorsReport(f.obs.survivors)}
@@ -307,13 +307,13 @@ func degradedCondition(f statusFacts) conditionState {
 	case f.space.Kind != maintenance.SpaceNone:
 		// Reads work and quorum holds, but etcd refuses every write: Available stays (it is about quorum).
 		return conditionState{metav1.ConditionTrue, ReasonNoSpace, f.space.Reason}
-	case f.formed && (len(f.unhealthy) > 0 || f.healthy < f.voters):
+	case f.hadQuorum && (len(f.unhealthy) > 0 || f.healthy < f.voters):
 		msg := fmt.Sprintf("%d of %d voting members healthy", f.healthy, f.voters)
 		if len(f.unhealthy) > 0 {
 			msg += "; unhealthy: " + strings.Join(f.unhealthy, ", ")
 		}
 		return conditionState{metav1.ConditionTrue, ReasonMembersUnhealthy, msg}
-	case obs.etcdErr != nil && f.formed:
+	case obs.etcdErr != nil && f.hadQuorum:
 		return conditionState{metav1.ConditionTrue, ReasonEtcdUnreachable, obs.etcdErr.Error()}
 	case len(f.unknown) > 0:
 		return conditionState{metav1.ConditionTrue, ReasonUnknownMembers, "members not managed by the operator (left alone): " + strings.Join(f.unknown, ", ")}

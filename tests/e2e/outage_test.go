@@ -12,10 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
@@ -415,42 +413,9 @@ func expectClaimsRecorded(c *etcdv1alpha1.EtcdCluster, n int) {
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 }
 
-// deletePodsAndClaims deletes the named member pods and their data claims at once, and returns once every
-// old claim is gone: the members have lost their data for sure. The StatefulSet controller and the scheduler
-// read claims from their caches, so on a busy node a pod can be recreated and scheduled on a claim that is
-// still being deleted (kubernetes/kubernetes#74374); the kubelet then starts it on the old data, and the
-// claim stays as long as that pod runs. Such a pod is deleted once more, as an administrator would.
+// deletePodsAndClaims makes the pods lose their data for sure (framework.DeletePodsAndClaims).
 func deletePodsAndClaims(ns string, pods []string) {
-	oldClaims, oldPods := map[string]types.UID{}, map[string]types.UID{}
-	for _, name := range pods {
-		pvc := &corev1.PersistentVolumeClaim{}
-		ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-" + name}, pvc)).To(Succeed())
-		oldClaims[name] = pvc.UID
-		if p := podNamed(ns, name); p != nil {
-			oldPods[name] = p.UID
-		}
-	}
-	for _, name := range pods {
-		_, err := fw.Kubectl("delete", "pvc", "-n", ns, "data-"+name, "--wait=false")
-		ExpectWithOffset(1, err).NotTo(HaveOccurred())
-	}
-	_, err := fw.Kubectl(append([]string{"delete", "pod", "-n", ns, "--wait=false"}, pods...)...)
-	ExpectWithOffset(1, err).NotTo(HaveOccurred())
-	EventuallyWithOffset(1, func(g Gomega) {
-		for _, name := range pods {
-			pvc := &corev1.PersistentVolumeClaim{}
-			err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-" + name}, pvc)
-			if apierrors.IsNotFound(err) || err == nil && pvc.UID != oldClaims[name] {
-				continue
-			}
-			g.Expect(err).NotTo(HaveOccurred())
-			if p := podNamed(ns, name); p != nil && p.UID != oldPods[name] && p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
-				GinkgoWriter.Printf("pod %s was recreated on its claim while the claim was being deleted: deleting the pod again\n", name)
-				g.Expect(client.IgnoreNotFound(k8s.Delete(ctx, p, client.Preconditions{UID: &p.UID}))).To(Succeed())
-			}
-			g.Expect(pvc.UID).NotTo(Equal(oldClaims[name]), "claim data-%s is still there", name)
-		}
-	}).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	ExpectWithOffset(1, framework.DeletePodsAndClaims(ctx, k8s, ns, pods, 250*time.Millisecond, 2*time.Minute, GinkgoWriter.Printf)).To(Succeed())
 }
 
 // expectRolledOffRestore waits until none of the n member pods runs a restore step any more (the members

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/tests/framework"
 )
 
 // TestAvailable: time to Available for 1, 3 and 5 members, each next to the bare StatefulSet of the same
@@ -138,8 +139,8 @@ func TestHeal(t *testing.T) {
 	}
 }
 
-// loseMember deletes member 1's pod (and, with volume, its claim first: the claim goes once the pod
-// does), and times until the cluster is Available with a new member-1 pod.
+// loseMember deletes member 1's pod (and, with volume, its claim first, waiting until the claim is gone),
+// and times until the cluster is Available with a new member-1 pod.
 func loseMember(t *testing.T, c *etcdv1alpha1.EtcdCluster, volume bool) float64 {
 	ctx := context.Background()
 	victim := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name + "-1"}}
@@ -148,12 +149,10 @@ func loseMember(t *testing.T, c *etcdv1alpha1.EtcdCluster, volume bool) float64 
 	}
 	start := time.Now()
 	if volume {
-		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: "data-" + victim.Name}}
-		if err := k8s.Delete(ctx, pvc); err != nil {
+		if err := framework.DeletePodsAndClaims(ctx, k8s, c.Namespace, []string{victim.Name}, 100*time.Millisecond, 2*time.Minute, t.Logf); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := k8s.Delete(ctx, victim); err != nil {
+	} else if err := k8s.Delete(ctx, victim); err != nil {
 		t.Fatal(err)
 	}
 	exclude := map[types.UID]bool{victim.UID: true}
@@ -195,19 +194,19 @@ func loseMajority(t *testing.T, strategy etcdv1alpha1.QuorumLossRecovery, after 
 	}
 	start := time.Now()
 	exclude := map[types.UID]bool{}
+	var victims []string
 	for _, i := range []int{1, 2} {
 		victim := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", c.Name, i)}}
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(victim), victim); err != nil {
 			t.Fatal(err)
 		}
 		exclude[victim.UID] = true
-		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data-" + victim.Name}}
-		if err := k8s.Delete(ctx, pvc); err != nil {
-			t.Fatal(err)
-		}
-		if err := k8s.Delete(ctx, victim); err != nil {
-			t.Fatal(err)
-		}
+		victims = append(victims, victim.Name)
+	}
+	// Both members lose their data for sure: a pod recreated on its claim while the claim was being
+	// deleted would bring its member back with the majority, and nothing would be recovered.
+	if err := framework.DeletePodsAndClaims(ctx, k8s, ns, victims, 100*time.Millisecond, 2*time.Minute, t.Logf); err != nil {
+		t.Fatal(err)
 	}
 	if strategy == etcdv1alpha1.QuorumLossFromBackup {
 		// Every member restarts onto the backup; Available counts once the recovery is reported done.
