@@ -13,6 +13,12 @@ BUNDLE_DEFAULT_CHANNEL := --default-channel=$(DEFAULT_CHANNEL)
 BUNDLE_METADATA_OPTS ?= $(BUNDLE_CHANNELS) $(BUNDLE_DEFAULT_CHANNEL)
 CONTAINER_TOOL ?= docker
 
+# Every Go build here (tests, tools, the operator's images) uses the images' flags: static, paths trimmed.
+# Builds with other flags share no compiled package (CGO_ENABLED changes package net, on which nearly everything
+# depends), so on an empty build cache each dependency would be compiled once per set of flags.
+export CGO_ENABLED ?= 0
+export GOFLAGS ?= -trimpath
+
 SHELL = /usr/bin/env bash -o pipefail
 .SHELLFLAGS = -ec
 
