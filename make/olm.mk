@@ -2,9 +2,11 @@
 # Included by the top Makefile; uses its VERSION, IMG, BUNDLE_IMG, CATALOG_IMG, CHANNELS, DEFAULT_CHANNEL,
 # BUNDLE_METADATA_OPTS, LOCALBIN, KUSTOMIZE and CONTROLLER_GEN.
 
-# operator-sdk and opm are pinned by their wrapper modules under hack/tools (one place to change them).
+# operator-sdk and opm are pinned by their wrapper modules under hack/tools (one place to change them): opm is the
+# operator-registry release OLM pins (hack/tools/olm), built static as the OLM harness builds it for its images, so
+# that one compilation serves both (only file-based catalogs are used: opm's sqlite paths, which need cgo, are not).
 OPERATOR_SDK_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/operator-framework/operator-sdk" {print $$3}' hack/tools/operator-sdk/go.mod)
-OPM_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/operator-framework/operator-registry" {print $$3}' hack/tools/opm/go.mod)
+OPM_VERSION := $(shell awk '$$1=="github.com/operator-framework/operator-registry" {print $$2; exit}' hack/tools/olm/go.mod)
 OPERATOR_SDK ?= $(LOCALBIN)/operator-sdk-$(OPERATOR_SDK_VERSION)
 OPM ?= $(LOCALBIN)/opm-$(OPM_VERSION)
 
@@ -143,10 +145,10 @@ $(OPERATOR_SDK): | $(LOCALBIN)
 	mv $@.tmp $@
 
 .PHONY: opm
-opm: $(OPM) ## Build opm from hack/tools/opm (~7-10 min cold; needs gcc for sqlite).
+opm: $(OPM) ## Build opm from hack/tools/olm (~5 min cold).
 $(OPM): | $(LOCALBIN)
 	@echo "Building opm $(OPM_VERSION)"
-	cd hack/tools/opm && CGO_ENABLED=1 GOWORK=off go build -trimpath -tags json1,containers_image_openpgp \
+	cd hack/tools/olm && CGO_ENABLED=0 GOWORK=off go build -trimpath -tags json1,containers_image_openpgp \
 	  -ldflags "-s -w \
 	    -X 'github.com/operator-framework/operator-registry/cmd/opm/version.opmVersion=$(OPM_VERSION)' \
 	    -X 'github.com/operator-framework/operator-registry/cmd/opm/version.gitCommit=$(OPM_COMMIT)'" \

@@ -3,10 +3,10 @@
 #   kube     Kubernetes v1.33 (hack/build-kube.sh): kube-apiserver, kube-controller-manager, kube-scheduler,
 #            kubelet, kube-proxy, kubectl
 #   etcd     etcd for the control plane and the images (hack/build-etcd.sh)
-#   node     what `make test` does not build: the Kubernetes binaries but kube-apiserver, nodetool, CoreDNS,
-#            local-path-provisioner, the further etcd versions of the upgrade tests (hack/node/tools/etcd-*),
-#            pause
-# Usage: hack/node/build.sh [kube|etcd|node ...] (default: all three).
+#   node     what `make test` does not build: the Kubernetes binaries but kube-apiserver (node-kube), and
+#            nodetool, CoreDNS, local-path-provisioner, the further etcd versions of the upgrade tests
+#            (hack/node/tools/etcd-*) and pause (node-tools, which share no package with the operator or Kubernetes)
+# Usage: hack/node/build.sh [kube|etcd|node|node-kube|node-tools ...] (default: kube, etcd and node).
 source "$(dirname "$0")/lib.sh"
 mkdir -p "$TOOLS_BIN"
 
@@ -30,9 +30,7 @@ build_pause() {
   mv "$TOOLS_BIN/pause.tmp" "$TOOLS_BIN/pause"
 }
 
-build_node() {
-  # shellcheck disable=SC2086 # a list of commands
-  "$ROOT/hack/build-kube.sh" $NODE_KUBE
+build_node_tools() {
   go_tool nodetool "$HACK/tools/nodetool" .
   go_tool coredns "$HACK/tools/coredns" .
   go_tool local-path-provisioner "$HACK/tools/local-path-provisioner" github.com/rancher/local-path-provisioner
@@ -49,8 +47,10 @@ for part in "${@:-kube etcd node}"; do
     case $p in
       kube) "$ROOT/hack/build-kube.sh" kube-apiserver $NODE_KUBE ;;
       etcd) "$ROOT/hack/build-etcd.sh" ;;
-      node) build_node ;;
-      *) die "unknown part $p (kube, etcd, node)" ;;
+      node) "$ROOT/hack/build-kube.sh" $NODE_KUBE && build_node_tools ;;
+      node-kube) "$ROOT/hack/build-kube.sh" $NODE_KUBE ;;
+      node-tools) build_node_tools ;;
+      *) die "unknown part $p (kube, etcd, node, node-kube, node-tools)" ;;
     esac
   done
 done
