@@ -8,7 +8,7 @@ OLM_TOOLS=$ROOT/hack/tools/olm
 # Versions come from the wrapper modules (one place to change them).
 modver() { awk -v m="$2" '$1=="require" && $2==m {print $3} $1==m {print $2}' "$ROOT/hack/tools/$1/go.mod" | head -1; }
 OLM_VERSION=$(modver olm github.com/operator-framework/operator-lifecycle-manager)
-OPM_VERSION=$(modver opm github.com/operator-framework/operator-registry)
+OPM_VERSION=$(modver olm github.com/operator-framework/operator-registry)
 HELM_VERSION=$(modver helm helm.sh/helm/v3)
 CRANE_VERSION=$(modver crane github.com/google/go-containerregistry)
 OPERATOR_SDK_VERSION=$(modver operator-sdk github.com/operator-framework/operator-sdk)
