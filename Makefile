@@ -15,9 +15,11 @@ CONTAINER_TOOL ?= docker
 
 # Every Go build here (tests, tools, the operator's images) uses the images' flags: static, paths trimmed.
 # Builds with other flags share no compiled package (CGO_ENABLED changes package net, on which nearly everything
-# depends), so on an empty build cache each dependency would be compiled once per set of flags.
+# depends), so on an empty build cache each dependency would be compiled once per set of flags. No DWARF is
+# compiled: the tools and images are linked stripped (-s -w) anyway, the tests are never run under a debugger,
+# and a cold build takes ~15% less time (stack traces and profiles use the symbol table, which stays).
 export CGO_ENABLED ?= 0
-export GOFLAGS ?= -trimpath
+export GOFLAGS ?= -trimpath -gcflags=all=-dwarf=false
 
 SHELL = /usr/bin/env bash -o pipefail
 .SHELLFLAGS = -ec
@@ -75,13 +77,24 @@ help: ## Display this help (targets of the same section are listed together, whi
 # while the walk reads them.
 CONTROLLER_GEN_PATHS ?= ./api/...;./controllers/...
 
+# Generated into a scratch directory, then each file is renamed over the committed one only when its content
+# changed: a file is never half-written while a concurrent reader (envtest loading the CRDs, kustomize, a Go
+# build) reads it, and an unchanged file keeps its time.
 .PHONY: manifests
-manifests: controller-gen ## Generate CRDs and RBAC from markers.
-	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="$(CONTROLLER_GEN_PATHS)" output:crd:artifacts:config=config/crd/bases
+manifests: controller-gen | $(LOCALBIN) ## Generate CRDs and RBAC from markers.
+	@tmp=$$(mktemp -d $(LOCALBIN)/manifests.XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="$(CONTROLLER_GEN_PATHS)" \
+		output:crd:artifacts:config=$$tmp/crd output:rbac:artifacts:config=$$tmp/rbac && \
+	for f in $$tmp/crd/*.yaml; do cmp -s $$f config/crd/bases/$${f##*/} || mv $$f config/crd/bases/; done && \
+	{ cmp -s $$tmp/rbac/role.yaml config/rbac/role.yaml || mv $$tmp/rbac/role.yaml config/rbac/; }
 
 .PHONY: generate
-generate: controller-gen ## Generate DeepCopy methods.
-	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+generate: controller-gen | $(LOCALBIN) ## Generate DeepCopy methods (as manifests: renamed into place when changed).
+	@tmp=$$(mktemp -d $(LOCALBIN)/generate.XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
+	for pkg in $$(go list -f '{{.Dir}}' ./api/...); do dir=$${pkg#$(CURDIR)/}; \
+		$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./$$dir" output:object:dir=$$tmp/$$dir && \
+		{ [ ! -f $$tmp/$$dir/zz_generated.deepcopy.go ] || cmp -s $$tmp/$$dir/zz_generated.deepcopy.go $$dir/zz_generated.deepcopy.go || \
+			mv $$tmp/$$dir/zz_generated.deepcopy.go $$dir/; } || exit 1; done
 
 .PHONY: fmt
 fmt: ## go fmt.
@@ -207,8 +220,9 @@ $(KUSTOMIZE): | $(LOCALBIN)
 .PHONY: minio
 minio: $(MINIO) ## Build the MinIO server (S3-compatible, for the backup tests) from its pinned module (cold: ~5 min).
 $(MINIO): | $(LOCALBIN)
-	@# Static (CGO_ENABLED=0): the same binary runs on the host for tests and in the node's MinIO image.
-	tmp=$$(mktemp -d) && GOBIN=$$tmp CGO_ENABLED=0 go install github.com/minio/minio@$(MINIO_VERSION) && mv $$tmp/minio $@ && rm -rf $$tmp
+	@# Static (CGO_ENABLED=0): the same binary runs on the host for tests and in the node's MinIO image. Locked as
+	@# go-install-tool.
+	flock $@.lock sh -c '[ -x $@ ] || { tmp=$$(mktemp -d) && GOBIN=$$tmp CGO_ENABLED=0 go install github.com/minio/minio@$(MINIO_VERSION) && mv $$tmp/minio $@ && rm -rf $$tmp; }'
 
 .PHONY: kubectl
 kubectl: $(KUBECTL)
@@ -234,16 +248,18 @@ $(ENVTEST_ASSETS)/kube-apiserver: $(KUBE_BIN)/kube-apiserver
 $(ENVTEST_ASSETS)/etcd: $(ETCD_BIN)/etcd
 	mkdir -p $(ENVTEST_ASSETS) && ln -sf $< $@
 
-# go-install-tool installs a pinned Go tool as <name>-<version> so a version bump rebuilds it.
+# go-install-tool installs a pinned Go tool as <name>-<version> so a version bump rebuilds it. Under a lock on
+# <name>-<version>.lock: two makes at once (CI runs make test beside the node stages) build a tool once, the
+# second waits for the first and finds it built.
 define go-install-tool
-@[ -f "$(1)" ] || { \
+@flock "$(1).lock" sh -c '[ -f "$(1)" ] || { \
 set -e; \
 echo "Installing $(2)@$(3)" ;\
 tmp=$$(mktemp -d) ;\
 GOBIN=$$tmp go install $(2)@$(3) ;\
 mv $$tmp/* $(1) ;\
 rm -rf $$tmp ;\
-}
+}'
 endef
 
 # Further targets, one file per area: OLM packaging (bundle, catalog, scorecard) and the local node / e2e.

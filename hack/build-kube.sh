@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds Kubernetes binaries from the pinned wrapper module into $OUT (default bin/k8s/<version>).
 # Usage: hack/build-kube.sh kube-apiserver [kubelet ...]
-# KUBE_MODULE names another wrapper module (hack/tools/kube-apiserver/<minor>: the compatibility suites' versions).
+# KUBE_MODULE names another wrapper module (hack/tools/kube-apiserver/<minor>: the compatibility suites' versions);
+# KUBE_BUILD_TAGS, Go build tags (the compatibility suites build with Kubernetes' `providerless`).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 source "$ROOT/hack/lib/build.sh"
@@ -15,5 +16,5 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 export LDFLAGS
 for cmd in "$@"; do
-  go_build_stale "$out/$cmd" "" "$mod" "k8s.io/kubernetes/cmd/$cmd"
+  go_build_stale "$out/$cmd" "" "$mod" "k8s.io/kubernetes/cmd/$cmd" ${KUBE_BUILD_TAGS:+-tags "$KUBE_BUILD_TAGS"}
 done

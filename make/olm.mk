@@ -134,23 +134,23 @@ scorecard: operator-sdk ## Run the scorecard tests of bundle/ against the curren
 operator-sdk: $(OPERATOR_SDK) ## Build operator-sdk from hack/tools/operator-sdk (cold: ~5 min idle, ~15 min on a busy machine).
 $(OPERATOR_SDK): | $(LOCALBIN)
 	@echo "Building operator-sdk $(OPERATOR_SDK_VERSION)"
-	cd hack/tools/operator-sdk && CGO_ENABLED=0 GOWORK=off go build -trimpath -tags containers_image_openpgp \
+	flock $@.lock sh -c '[ -x $@ ] || { cd hack/tools/operator-sdk && CGO_ENABLED=0 GOWORK=off go build -trimpath -tags containers_image_openpgp \
 	  -ldflags "-s -w \
-	    -X 'github.com/operator-framework/operator-sdk/internal/version.Version=$(OPERATOR_SDK_VERSION)' \
-	    -X 'github.com/operator-framework/operator-sdk/internal/version.GitVersion=$(OPERATOR_SDK_VERSION)' \
-	    -X 'github.com/operator-framework/operator-sdk/internal/version.GitCommit=$(OPERATOR_SDK_COMMIT)' \
-	    -X 'github.com/operator-framework/operator-sdk/internal/version.KubernetesVersion=$(OPERATOR_SDK_K8S_VERSION)' \
-	    -X 'github.com/operator-framework/operator-sdk/internal/version.ImageVersion=$(OPERATOR_SDK_VERSION)'" \
-	  -o $@.tmp github.com/operator-framework/operator-sdk/cmd/operator-sdk
-	mv $@.tmp $@
+	    -X github.com/operator-framework/operator-sdk/internal/version.Version=$(OPERATOR_SDK_VERSION) \
+	    -X github.com/operator-framework/operator-sdk/internal/version.GitVersion=$(OPERATOR_SDK_VERSION) \
+	    -X github.com/operator-framework/operator-sdk/internal/version.GitCommit=$(OPERATOR_SDK_COMMIT) \
+	    -X github.com/operator-framework/operator-sdk/internal/version.KubernetesVersion=$(OPERATOR_SDK_K8S_VERSION) \
+	    -X github.com/operator-framework/operator-sdk/internal/version.ImageVersion=$(OPERATOR_SDK_VERSION)" \
+	  -o $@.tmp github.com/operator-framework/operator-sdk/cmd/operator-sdk && \
+	  mv $@.tmp $@; }'
 
 .PHONY: opm
-opm: $(OPM) ## Build opm from hack/tools/olm (~5 min cold).
+opm: $(OPM) ## Build opm from hack/tools/olm (~5 min cold; locked as go-install-tool: make test and the OLM stages both need it).
 $(OPM): | $(LOCALBIN)
 	@echo "Building opm $(OPM_VERSION)"
-	cd hack/tools/olm && CGO_ENABLED=0 GOWORK=off go build -trimpath -tags json1,containers_image_openpgp \
+	flock $@.lock sh -c '[ -x $@ ] || { cd hack/tools/olm && CGO_ENABLED=0 GOWORK=off go build -trimpath -tags json1,containers_image_openpgp \
 	  -ldflags "-s -w \
-	    -X 'github.com/operator-framework/operator-registry/cmd/opm/version.opmVersion=$(OPM_VERSION)' \
-	    -X 'github.com/operator-framework/operator-registry/cmd/opm/version.gitCommit=$(OPM_COMMIT)'" \
-	  -o $@.tmp github.com/operator-framework/operator-registry/cmd/opm
-	mv $@.tmp $@
+	    -X github.com/operator-framework/operator-registry/cmd/opm/version.opmVersion=$(OPM_VERSION) \
+	    -X github.com/operator-framework/operator-registry/cmd/opm/version.gitCommit=$(OPM_COMMIT)" \
+	  -o $@.tmp github.com/operator-framework/operator-registry/cmd/opm && \
+	  mv $@.tmp $@; }'
