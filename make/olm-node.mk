@@ -37,8 +37,8 @@ olm-down: ## Remove every OLM install, the catalog, OLM and its CRDs from the lo
 	hack/olm/olm-down.sh
 
 .PHONY: olmv1-up
-olmv1-up: olm-up ## Install OLM v1 (catalogd, operator-controller) next to OLM v0 and serve the catalog as a ClusterCatalog.
-	VERSION=$(VERSION) hack/olm/olmv1-up.sh
+olmv1-up: olm-up kustomize ## Install OLM v1 (catalogd, operator-controller) next to OLM v0 and serve the catalog as a ClusterCatalog.
+	VERSION=$(VERSION) KUSTOMIZE=$(KUSTOMIZE) hack/olm/olmv1-up.sh
 
 .PHONY: olmv1-down
 olmv1-down: ## Remove OLM v1 (ClusterExtensions, ClusterCatalogs, its namespace and CRDs) from the local node.

@@ -8,7 +8,8 @@ source "$(dirname "$0")/lib.sh"
 VERSION=${VERSION:-0.2.0}
 [ -f "$KUBECONFIG_PATH" ] || die "no node: run make cluster-up"
 source "$HACK/imagelib.sh"
-KUSTOMIZE=$(ls "$ROOT"/bin/kustomize-* | sort -V | tail -1)
+# kustomize: the Makefile's pinned one (make olmv1-up passes it).
+KUSTOMIZE=${KUSTOMIZE:?KUSTOMIZE is not set: run make olmv1-up}
 
 "$OLM_HACK/olmv1-build.sh"
 OLMV1_VERSION=$(modver olmv1 github.com/operator-framework/operator-controller)
