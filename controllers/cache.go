@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"reflect"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -18,18 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/seedops/etcd-operator/internal/resources"
+	"github.com/seedops/etcd-operator/internal/watchnamespace"
 )
-
-// WatchNamespaces parses WATCH_NAMESPACE: comma-separated namespaces, empty for all.
-func WatchNamespaces(watchNamespace string) []string {
-	var out []string
-	for ns := range strings.SplitSeq(watchNamespace, ",") {
-		if ns = strings.TrimSpace(ns); ns != "" {
-			out = append(out, ns)
-		}
-	}
-	return out
-}
 
 // CacheOptions restricts the manager's cache to the watched namespaces and, for every kind the operator
 // manages, to objects carrying its managed-by label, so memory does not grow with unrelated Pods,
@@ -58,7 +47,7 @@ func CacheOptions(watchNamespace string) cache.Options {
 		// live read when an object changed (~10 MiB less held at 1,000 clusters; docs/benchmarks.md).
 		DefaultTransform: cache.TransformStripManagedFields(),
 	}
-	if nss := WatchNamespaces(watchNamespace); len(nss) > 0 {
+	if nss := watchnamespace.Parse(watchNamespace); len(nss) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range nss {
 			opts.DefaultNamespaces[ns] = cache.Config{}

@@ -211,18 +211,20 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 	}
 	obs.tlsStatus = tlsStatus(c, obs.tls, obs.options)
 
-	obs.restoreFailed = restoreFailure(obs.pods)
+	obs.restoreFailed = resources.RestoreFailure(obs.pods)
 	if obs.restore, obs.restoreWait, err = r.restoreSource(ctx, c); err != nil {
 		return obs, err
 	}
 	if obs.backups, err = r.observeBackups(ctx, c); err != nil {
 		return obs, err
 	}
-	slices.SortFunc(obs.pods, func(a, b corev1.Pod) int { return ordinalOf(c, a.Name) - ordinalOf(c, b.Name) })
+	slices.SortFunc(obs.pods, func(a, b corev1.Pod) int {
+		return resources.MemberOrdinal(c, a.Name) - resources.MemberOrdinal(c, b.Name)
+	})
 	for i := range obs.pods {
 		p := &obs.pods[i]
-		obs.podByOrdinal[ordinalOf(c, p.Name)] = p
-		obs.clientURLs[ordinalOf(c, p.Name)] = obs.urls.ClientURL(c, ordinalOf(c, p.Name))
+		obs.podByOrdinal[resources.MemberOrdinal(c, p.Name)] = p
+		obs.clientURLs[resources.MemberOrdinal(c, p.Name)] = obs.urls.ClientURL(c, resources.MemberOrdinal(c, p.Name))
 		if podReady(p) {
 			obs.readyReplicas++
 		}
@@ -247,7 +249,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 	}
 	for i := range claims.Items {
 		pvc := &claims.Items[i]
-		if ord := ordinalOf(c, strings.TrimPrefix(pvc.Name, resources.DataVolumeName+"-")); ord >= 0 {
+		if ord := resources.MemberOrdinal(c, strings.TrimPrefix(pvc.Name, resources.DataVolumeName+"-")); ord >= 0 {
 			obs.pvcByOrdinal[ord] = pvc
 		}
 	}
@@ -431,7 +433,7 @@ func (r *EtcdClusterReconciler) dial(ctx context.Context, c *etcdv1alpha1.EtcdCl
 // not know.
 func memberOrdinal(c *etcdv1alpha1.EtcdCluster, m etcd.Member, urls MemberURLs) int {
 	if m.Name != "" {
-		return ordinalOf(c, m.Name)
+		return resources.MemberOrdinal(c, m.Name)
 	}
 	if len(m.PeerURLs) == 0 {
 		return -1
@@ -455,7 +457,7 @@ func peerURLOrdinal(c *etcdv1alpha1.EtcdCluster, peerURL string) int {
 	if !ok || !strings.HasPrefix(rest, resources.PeerServiceName(c)+"."+c.Namespace+".svc") {
 		return -1
 	}
-	return ordinalOf(c, pod)
+	return resources.MemberOrdinal(c, pod)
 }
 
 // maxMembers bounds the ordinals considered (replicas are at most 7; one more for a learner in flight).
@@ -535,7 +537,7 @@ func (obs observation) planInput(c *etcdv1alpha1.EtcdCluster, now time.Time, hea
 		in.QuorumSince = now // quorum is being regained now (or was never seen): no heal clock ran before
 	}
 	for _, m := range c.Status.Members {
-		if ord := ordinalOf(c, m.Name); ord >= 0 && !m.Unknown {
+		if ord := resources.MemberOrdinal(c, m.Name); ord >= 0 && !m.Unknown {
 			in.KnownOrdinals = append(in.KnownOrdinals, ord)
 		}
 	}
@@ -617,7 +619,7 @@ func (obs observation) recoveryInput(c *etcdv1alpha1.EtcdCluster) membership.Rec
 		rc.LostSince = avail.LastTransitionTime.Time
 	}
 	for _, m := range c.Status.Members {
-		ord := ordinalOf(c, m.Name)
+		ord := resources.MemberOrdinal(c, m.Name)
 		id, err := strconv.ParseUint(m.ID, 16, 64)
 		if ord < 0 || err != nil || m.Learner || m.Unknown {
 			continue
@@ -628,7 +630,7 @@ func (obs observation) recoveryInput(c *etcdv1alpha1.EtcdCluster) membership.Rec
 		rc.Voters = append(rc.Voters, membership.Voter{Ordinal: ord, ID: id, Name: m.Name, HasData: hasData})
 	}
 	for _, s := range obs.survivors {
-		if ord := ordinalOf(c, s.name); s.answered && ord >= 0 {
+		if ord := resources.MemberOrdinal(c, s.name); s.answered && ord >= 0 {
 			rc.Survivors[ord] = membership.Survivor{ID: s.status.MemberID, RaftIndex: s.status.RaftIndex, Learner: s.status.IsLearner}
 		}
 	}
@@ -694,19 +696,3 @@ func podImage(p *corev1.Pod) string {
 	}
 	return ""
 }
-
-// ordinalOf is the ordinal of a member name "<cluster>-<n>", or -1.
-func ordinalOf(c *etcdv1alpha1.EtcdCluster, name string) int {
-	rest, ok := strings.CutPrefix(name, c.Name+"-")
-	if !ok {
-		return -1
-	}
-	n, err := strconv.Atoi(rest)
-	if err != nil || n < 0 || strconv.Itoa(n) != rest {
-		return -1
-	}
-	return n
-}
-
-// versionLess compares dotted numeric versions.
-func versionLess(a, b string) bool { return membership.VersionLess(a, b) }

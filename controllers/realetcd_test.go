@@ -334,7 +334,7 @@ func (k *fakeKubelet) releaseDeletedClaims(ctx context.Context) {
 	}
 	for i := range claims.Items {
 		pvc := &claims.Items[i]
-		ord := ordinalOf(k.cluster, strings.TrimPrefix(pvc.Name, resources.DataVolumeName+"-"))
+		ord := resources.MemberOrdinal(k.cluster, strings.TrimPrefix(pvc.Name, resources.DataVolumeName+"-"))
 		if pvc.DeletionTimestamp.IsZero() || ord < 0 || k.c.Running(ord) || len(pvc.Finalizers) == 0 {
 			continue
 		}

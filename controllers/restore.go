@@ -97,26 +97,3 @@ func restoreCompleted(pods []corev1.Pod) bool {
 	}
 	return restored
 }
-
-// restoreFailure returns why a member's restore init container failed, if one did.
-func restoreFailure(pods []corev1.Pod) string {
-	for i := range pods {
-		for _, cs := range pods[i].Status.InitContainerStatuses {
-			if cs.Name != resources.RestoreContainerName {
-				continue
-			}
-			for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
-				if t == nil || t.ExitCode == 0 {
-					continue
-				}
-				msg := strings.TrimSpace(t.Message)
-				var res backupResult
-				if json.Unmarshal([]byte(msg), &res) == nil && res.Error != "" {
-					msg = res.Error
-				}
-				return fmt.Sprintf("member %s could not restore: %s", pods[i].Name, msg)
-			}
-		}
-	}
-	return ""
-}

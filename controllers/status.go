@@ -74,7 +74,7 @@ func lastKnownMembers(c *etcdv1alpha1.EtcdCluster, obs observation) []etcdv1alph
 			ms = etcdv1alpha1.MemberStatus{Name: p.Name, ID: prev.ID, Learner: prev.Learner, Version: prev.Version,
 				Unknown: prev.Unknown, VolumeClaimUID: prev.VolumeClaimUID}
 		}
-		ms.ClientURL, ms.Healthy = obs.clientURLs[ordinalOf(c, p.Name)], podReady(p)
+		ms.ClientURL, ms.Healthy = obs.clientURLs[resources.MemberOrdinal(c, p.Name)], podReady(p)
 		out = append(out, ms)
 		seen[p.Name] = true
 	}
@@ -186,7 +186,7 @@ func newStatusFacts(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.D
 			if m.Healthy && !m.Learner {
 				f.healthy++
 			}
-			if m.Version != "" && (f.currentVersion == "" || versionLess(m.Version, f.currentVersion)) {
+			if m.Version != "" && (f.currentVersion == "" || membership.VersionLess(m.Version, f.currentVersion)) {
 				f.currentVersion = m.Version
 			}
 		}

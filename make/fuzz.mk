@@ -13,17 +13,17 @@ FUZZ_TARGETS := \
 	./internal/resources:FuzzBuilders \
 	./internal/resources:FuzzBackupJobName \
 	./internal/resources:FuzzRelatedImagesFromEnv \
+	./internal/resources:FuzzMemberOrdinal \
+	./internal/resources:FuzzRestoreFailure \
 	./internal/crdtest:FuzzBackupScheduleRule \
 	./internal/crdtest:FuzzVersionRules \
 	./internal/crdtest:FuzzStorageSizeRule \
 	./internal/membership:FuzzPlan \
+	./internal/membership:FuzzVersionLess \
 	./internal/backup:FuzzFileName \
 	./internal/backup:FuzzDirStoreKey \
 	./internal/backup:FuzzClusterPrefix \
-	./controllers:FuzzOrdinalOf \
-	./controllers:FuzzVersionLess \
-	./controllers:FuzzWatchNamespaces \
-	./controllers:FuzzRestoreFailure
+	./internal/watchnamespace:FuzzParse
 
 ##@ Test
 

@@ -3,6 +3,8 @@ package membership
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -383,4 +385,51 @@ func claimSaysDataLost(o Observed, a Action) bool {
 		}
 	}
 	return false
+}
+
+// FuzzVersionLess: VersionLess is a strict order on any strings (never both a<b and b<a, never a<a), and
+// on X.Y.Z versions it agrees with numeric comparison (status.currentVersion is the lowest member's).
+func FuzzVersionLess(f *testing.F) {
+	for _, p := range [][2]string{{"3.5.9", "3.5.17"}, {"3.5.17", "3.6.0"}, {"3.5", "3.5.0"}, {"3.5.x", "3.5.0"}, {"", "3"}, {"10.0.0", "9.9.9"}} {
+		f.Add(p[0], p[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if VersionLess(a, a) {
+			t.Fatalf("VersionLess(%q, %q)", a, a)
+		}
+		if VersionLess(a, b) && VersionLess(b, a) {
+			t.Fatalf("%q < %q and %q < %q", a, b, b, a)
+		}
+		pa, okA := numeric(a)
+		pb, okB := numeric(b)
+		if !okA || !okB {
+			return
+		}
+		want := false
+		for i := range 3 {
+			if pa[i] != pb[i] {
+				want = pa[i] < pb[i]
+				break
+			}
+		}
+		if got := VersionLess(a, b); got != want {
+			t.Fatalf("VersionLess(%q, %q) = %v, want %v", a, b, got, want)
+		}
+	})
+}
+
+func numeric(v string) ([3]int, bool) {
+	var out [3]int
+	parts := strings.Split(v, ".")
+	if len(parts) != 3 {
+		return out, false
+	}
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 || strconv.Itoa(n) != p {
+			return out, false
+		}
+		out[i] = n
+	}
+	return out, true
 }

@@ -3,6 +3,7 @@ package resources
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -284,4 +285,31 @@ func restoreInitContainer(c *etcdv1alpha1.EtcdCluster, etcd *corev1ac.ContainerA
 			corev1ac.VolumeMount().WithName(DataVolumeName).WithMountPath(DataMountPath)}, mounts...)...).
 		WithTerminationMessagePolicy(corev1.TerminationMessageFallbackToLogsOnError).
 		WithSecurityContext(restrictedContainerSecurity()), volumes
+}
+
+// RestoreFailure says why a member's restore init container failed, if one did: the error of the JSON result
+// it writes as its termination message (cmd/backup.go), or the message as written (a log tail when it wrote
+// none).
+func RestoreFailure(pods []corev1.Pod) string {
+	for i := range pods {
+		for _, cs := range pods[i].Status.InitContainerStatuses {
+			if cs.Name != RestoreContainerName {
+				continue
+			}
+			for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+				if t == nil || t.ExitCode == 0 {
+					continue
+				}
+				msg := strings.TrimSpace(t.Message)
+				var res struct {
+					Error string `json:"error"`
+				}
+				if json.Unmarshal([]byte(msg), &res) == nil && res.Error != "" {
+					msg = res.Error
+				}
+				return fmt.Sprintf("member %s could not restore: %s", pods[i].Name, msg)
+			}
+		}
+	}
+	return ""
 }

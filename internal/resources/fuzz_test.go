@@ -537,3 +537,49 @@ func memberGate(o Options, gate bool) MemberGate {
 	}
 	return MemberGate{}
 }
+
+// FuzzMemberOrdinal: the ordinal of a member name reads back exactly what MemberName wrote, and any other
+// name (a pod or claim of another cluster sharing the prefix, "01", "-1", "+1") is not a member (-1).
+func FuzzMemberOrdinal(f *testing.F) {
+	for _, s := range []string{"prod-etcd-0", "prod-etcd-10", "prod-etcd-01", "prod-etcd--1", "prod-etcd-+1", "prod-etcd-x-1", "prod-etcd-9223372036854775808", "prod-etcd"} {
+		f.Add("prod-etcd", s, 3)
+	}
+	f.Fuzz(func(t *testing.T, cluster, name string, i int) {
+		c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}
+		got := MemberOrdinal(c, name)
+		if got < -1 {
+			t.Fatalf("MemberOrdinal(%q) = %d", name, got)
+		}
+		if got >= 0 && MemberName(c, got) != name {
+			t.Fatalf("MemberOrdinal(%q) = %d, but member %d is named %q", name, got, got, MemberName(c, got))
+		}
+		if i >= 0 {
+			if got := MemberOrdinal(c, MemberName(c, i)); got != i {
+				t.Fatalf("MemberOrdinal(MemberName(%d)) = %d", i, got)
+			}
+		}
+	})
+}
+
+// FuzzRestoreFailure: whatever a failed restore container wrote as its termination message (JSON result or
+// a log tail), the cluster's message names the member and carries the error.
+func FuzzRestoreFailure(f *testing.F) {
+	for _, s := range []string{`{"error":"snapshot missing"}`, "panic: boom", "", `{"error":""}`, `{"error":1}`, "{"} {
+		f.Add(s, int32(1))
+	}
+	f.Fuzz(func(t *testing.T, msg string, code int32) {
+		pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd-1"}, Status: corev1.PodStatus{
+			InitContainerStatuses: []corev1.ContainerStatus{{Name: RestoreContainerName,
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Message: msg}}}}}}
+		got := RestoreFailure([]corev1.Pod{pod})
+		if code == 0 {
+			if got != "" {
+				t.Fatalf("a restore that exited 0 reported %q", got)
+			}
+			return
+		}
+		if !strings.Contains(got, "prod-etcd-1") {
+			t.Fatalf("restore failure %q does not name the member", got)
+		}
+	})
+}

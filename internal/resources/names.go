@@ -5,6 +5,7 @@ package resources
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -103,6 +104,20 @@ func PrometheusRuleName(c *etcdv1alpha1.EtcdCluster) string { return c.Name }
 
 // MemberName is the pod (and etcd member) name of ordinal i.
 func MemberName(c *etcdv1alpha1.EtcdCluster, i int) string { return fmt.Sprintf("%s-%d", c.Name, i) }
+
+// MemberOrdinal is the ordinal of a member name "<cluster>-<n>" as MemberName writes it, or -1 for any other
+// name (a pod or claim of another cluster sharing the prefix, "01", "-1", "+1").
+func MemberOrdinal(c *etcdv1alpha1.EtcdCluster, name string) int {
+	rest, ok := strings.CutPrefix(name, c.Name+"-")
+	if !ok {
+		return -1
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 0 || strconv.Itoa(n) != rest {
+		return -1
+	}
+	return n
+}
 
 // MemberHost is member i's stable DNS name through the headless peer Service.
 func MemberHost(c *etcdv1alpha1.EtcdCluster, i int, o Options) string {
