@@ -558,7 +558,7 @@ func (obs observation) planInput(c *etcdv1alpha1.EtcdCluster, now time.Time, hea
 	}
 	for ord, p := range obs.podByOrdinal {
 		in.Pods[ord] = membership.Pod{Ready: podReady(p), UpToDate: !outdated[p.Name], Terminating: !p.DeletionTimestamp.IsZero(),
-			CannotStart: podCannotStart(p), StaleData: gateRefusal(p), Created: p.CreationTimestamp.Time, UID: string(p.UID),
+			CannotStart: podCannotStart(p), Pending: podUnschedulable(p), StaleData: gateRefusal(p), Created: p.CreationTimestamp.Time, UID: string(p.UID),
 			GateHoldsForRecovery: gateHoldsForRecovery(&p.Spec), RestoreRecovery: restoreRecoveryOf(&p.Spec)}
 	}
 	in.Recovery = obs.recoveryInput(c)
@@ -671,6 +671,20 @@ func podCannotStart(p *corev1.Pod) string {
 				return reason + ": " + msg
 			}
 			return reason
+		}
+	}
+	return ""
+}
+
+// podUnschedulable is the scheduler's reason why the pod is not placed on a node (anti-affinity on too few
+// nodes, a claim that cannot be provisioned), "" once it is scheduled or while the scheduler has not said.
+func podUnschedulable(p *corev1.Pod) string {
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason != "" {
+			if cond.Message != "" {
+				return cond.Reason + ": " + cond.Message
+			}
+			return cond.Reason
 		}
 	}
 	return ""

@@ -96,3 +96,26 @@ func TestPodCannotStart(t *testing.T) {
 		}
 	}
 }
+
+// TestPodUnschedulable: the scheduler's reason a member pod is not placed, which a learner that never starts
+// is reported with; none once it is scheduled or before the scheduler has said.
+func TestPodUnschedulable(t *testing.T) {
+	pod := func(conds ...corev1.PodCondition) *corev1.Pod {
+		return &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: conds}}
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want string
+	}{
+		{"anti-affinity on too few nodes", pod(corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+			Reason: "Unschedulable", Message: "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules."}),
+			"Unschedulable: 0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules."},
+		{"scheduled", pod(corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}), ""},
+		{"not yet looked at", pod(), ""},
+	} {
+		if got := podUnschedulable(tc.pod); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

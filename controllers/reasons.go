@@ -31,6 +31,9 @@ const (
 	ReasonMembersUnhealthy = "MembersUnhealthy"
 	ReasonEtcdUnreachable  = "EtcdUnreachable"
 	ReasonUnknownMembers   = "UnknownMembers"
+	// ReasonMemberDataDeleting: the claim holding a running member's data is being deleted; the data goes at
+	// the pod's next restart, and the member is replaced.
+	ReasonMemberDataDeleting = "MemberDataDeleting"
 	// ReasonMemberCannotStart: a member pod cannot run etcd (its image, a crash loop).
 	ReasonMemberCannotStart = "MemberCannotStart"
 	ReasonReconcileFailed   = "ReconcileFailed"

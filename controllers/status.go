@@ -160,6 +160,8 @@ type statusFacts struct {
 	// currentVersion is the lowest version a member reports ("" while etcd cannot be asked).
 	currentVersion     string
 	unhealthy, unknown []string
+	// dataDeleting names the members etcd lists whose data claims are being deleted.
+	dataDeleting []string
 	// space is the NOSPACE recovery's next step.
 	space maintenance.SpaceStep
 }
@@ -199,6 +201,13 @@ func newStatusFacts(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.D
 		}
 		if m.Unknown {
 			f.unknown = append(f.unknown, m.Name)
+		}
+	}
+	for _, m := range obs.members {
+		ord, ok := obs.ordinals[m.ID]
+		if pvc := obs.pvcByOrdinal[ord]; ok && pvc != nil && !pvc.DeletionTimestamp.IsZero() &&
+			pvc.Annotations[AnnotationMemberID] == strconv.FormatUint(m.ID, 16) {
+			f.dataDeleting = append(f.dataDeleting, m.Name)
 		}
 	}
 	f.quorum = resources.Quorum(f.voters)
@@ -313,6 +322,9 @@ func degradedCondition(f statusFacts) conditionState {
 			msg += "; unhealthy: " + strings.Join(f.unhealthy, ", ")
 		}
 		return conditionState{metav1.ConditionTrue, ReasonMembersUnhealthy, msg}
+	case len(f.dataDeleting) > 0:
+		return conditionState{metav1.ConditionTrue, ReasonMemberDataDeleting, "the volume claims of " + strings.Join(f.dataDeleting, ", ") +
+			" are being deleted: their data goes when their pods restart; the operator replaces them one at a time"}
 	case obs.etcdErr != nil && f.hadQuorum:
 		return conditionState{metav1.ConditionTrue, ReasonEtcdUnreachable, obs.etcdErr.Error()}
 	case len(f.unknown) > 0:

@@ -88,6 +88,15 @@ func TestComputeStatus(t *testing.T) {
 			membership.Decision{}, nil, want{etcdv1alpha1.PhasePending, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionFalse, ReasonAsExpected}},
 		{"bootstrapping, quorum ready", 3, false, "", statusObservation([]bool{true, true, false}, nil),
 			membership.Decision{}, nil, want{etcdv1alpha1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionTrue, ReasonMembersUnhealthy}},
+		// Every claim deleted while the pods run: the members are healthy now, but the data of member 2 goes
+		// at its pod's next restart. Status says so while the members are replaced one at a time.
+		{"a member's claim is being deleted", 3, false, ReasonQuorumHealthy, func() observation {
+			obs := statusObservation([]bool{true, true, true}, nil)
+			obs.pvcByOrdinal = map[int]*corev1.PersistentVolumeClaim{2: {ObjectMeta: metav1.ObjectMeta{Name: "data-c-2",
+				DeletionTimestamp: &metav1.Time{Time: now}, Annotations: map[string]string{AnnotationMemberID: "66"}}}}
+			return obs
+		}(), membership.Decision{Phase: membership.PhaseScaling, Message: "adding member 0 as a learner"},
+			nil, want{etcdv1alpha1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionTrue, ReasonMemberDataDeleting}},
 		{"paused", 3, true, ReasonQuorumHealthy, statusObservation([]bool{true, true, true}, nil), membership.Decision{},
 			nil, want{etcdv1alpha1.PhasePaused, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionFalse, ReasonAsExpected}},
 	} {

@@ -255,6 +255,9 @@ func FuzzPlan(f *testing.F) {
 				t.Fatalf("StatefulSet of %d: more than the spec (%d), the members and the current size (%d) need", d.Replicas, o.Desired, o.StatefulSetReplicas)
 			}
 		}
+		if o.Formed && o.Reachable && o.StatefulSetReplicas >= 0 {
+			checkHealPrecedence(t, o, d)
+		}
 		a := d.Action
 		if a.Type == ActionNone {
 			return
@@ -315,7 +318,9 @@ func FuzzPlan(f *testing.F) {
 				t.Fatalf("moving leadership to %+v", *target)
 			}
 		case ActionAddLearner:
-			if healthy != voters {
+			// Only a member removed before is re-added beside unhealthy voters, and only where the healthy
+			// ones hold a quorum once it votes.
+			if healthy != voters && (healthy < Quorum(voters+1) || !reAddPending(o)) {
 				t.Fatalf("adding a member while %d of %d voters are healthy", healthy, voters)
 			}
 			learners, unknown := 0, false
@@ -367,6 +372,80 @@ func FuzzPlan(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkHealPrecedence fails when a heal sheds a member (a voter removed, or marked for removal, while a
+// member removed before has not come back as a voter: the voters would fall below the desired count minus
+// one), or when a rule that only waits hides a heal that is due and safe: a member whose claim is going or
+// records another member, or that stayed unhealthy past HealAfter, with quorum holding without it.
+func checkHealPrecedence(t *testing.T, o Observed, d Decision) {
+	t.Helper()
+	a := d.Action
+	var target *Member
+	for i, m := range o.Members {
+		if a.ID != 0 && m.ID == a.ID {
+			target = &o.Members[i]
+		}
+	}
+	if (a.Type == ActionRemove || a.Type == ActionMarkReplace) && d.Phase == PhaseHealing && target != nil && !target.Learner && reAddPending(o) {
+		t.Fatalf("%s of voter %+v while a member removed before awaits its re-add: %s", a.Type, *target, d.Message)
+	}
+	// (A quorum-loss recovery in progress has steps of its own, checked by checkRecoveryStep.)
+	if a.Type != ActionNone || d.Phase == PhaseBlocked || d.Phase == PhaseRecovering || reAddPending(o) {
+		return
+	}
+	for _, m := range o.Members {
+		if m.Ordinal < 0 || m.Learner {
+			continue
+		}
+		vol, hasVolume := o.Volumes[m.Ordinal]
+		p, hasPod := o.Pods[m.Ordinal]
+		due := hasVolume && (vol.Deleting && vol.MemberID == m.ID || !vol.Deleting && vol.MemberID != 0 && vol.MemberID != m.ID)
+		if !due && !m.Healthy && !m.UnhealthySince.IsZero() && m.UnhealthySince.Before(o.QuorumSince) == false &&
+			o.Now.Sub(m.UnhealthySince) >= o.HealAfter && (!hasPod || p.CannotStart == "" && !p.Terminating && p.Created.Before(m.UnhealthySince)) {
+			due = true
+		}
+		if !due {
+			continue
+		}
+		left, voters := 0, 0
+		for _, x := range o.Members {
+			if !x.Learner {
+				voters++
+				if x.Healthy && x.ID != m.ID {
+					left++
+				}
+			}
+		}
+		if left >= Quorum(voters-1) {
+			t.Fatalf("member %+v is due for healing and quorum holds without it, but the decision waits: %s (%s)", m, d.Phase, d.Message)
+		}
+	}
+}
+
+// reAddPending: a managed learner, or an ordinal below the highest member's that etcd does not list, or one
+// whose claim records a member etcd no longer has (or is marked, or going).
+func reAddPending(o Observed) bool {
+	top, have := -1, map[int]bool{}
+	for _, m := range o.Members {
+		if m.Ordinal < 0 {
+			continue
+		}
+		if m.Learner {
+			return true
+		}
+		have[m.Ordinal], top = true, max(top, m.Ordinal)
+	}
+	for ord := 0; ord < max(top, o.Desired); ord++ {
+		if have[ord] {
+			continue
+		}
+		vol, ok := o.Volumes[ord]
+		if ord < top || ok && (vol.Replace || vol.Deleting || vol.MemberID != 0 && !slices.ContainsFunc(o.Members, func(m Member) bool { return m.ID == vol.MemberID })) {
+			return true
+		}
+	}
+	return false
 }
 
 // stuckPod: the pod of ordinal ord exists, runs an outdated template and cannot run etcd.

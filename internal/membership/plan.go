@@ -49,6 +49,9 @@ type Pod struct {
 	// CannotStart is the kubelet's reason why the etcd container cannot run (ImagePullBackOff,
 	// CrashLoopBackOff, ...), "" while it runs or is merely being created.
 	CannotStart string
+	// Pending is the scheduler's reason why the pod is not placed on a node (Unschedulable: its message),
+	// "" once it is scheduled.
+	Pending string
 	// StaleData is the member gate's refusal: the pod's volume holds the data of a member etcd no longer
 	// has, so etcd must not start on it ("" when the gate did not refuse).
 	StaleData string

@@ -706,3 +706,135 @@ func TestPlanLateInitialMembers(t *testing.T) {
 		})
 	}
 }
+
+// TestHealReplacesNotSheds: a heal replaces a member, it does not shed it. With every claim deleted while the
+// pods run (their data goes at the pods' next restart), the first member is removed, and no second one
+// before the first is back as a voter: the voters never fall below the desired count minus one.
+func TestHealReplacesNotSheds(t *testing.T) {
+	allClaimsGoing := func(o Observed) Observed {
+		for _, m := range o.Members {
+			o.Volumes[m.Ordinal] = Volume{MemberID: m.ID, Deleting: true}
+		}
+		return o
+	}
+	runPlanCases(t, []planCase{
+		{name: "every claim deleted: the first member is removed (leadership moved first)",
+			in:     allClaimsGoing(formed(3, 3, voters(3))),
+			action: ActionMoveLeader, ordinal: 1, replicas: 3, phase: PhaseHealing},
+		{name: "every claim deleted, a follower first",
+			in: func() Observed {
+				o := allClaimsGoing(formed(3, 3, voters(3)))
+				o.Members[0].Leader, o.Members[2].Leader = false, true
+				return o
+			}(),
+			action: ActionRemove, ordinal: 0, replicas: 3, phase: PhaseHealing},
+		{name: "member 0 removed, its claim and pod going: member 1 is not removed too",
+			in: func() Observed {
+				o := allClaimsGoing(formed(3, 3, voters(3)[1:]))
+				o.Members[0].Leader = true
+				o.Volumes[0] = Volume{MemberID: 100, Deleting: true}
+				o.Pods[0] = Pod{Terminating: true}
+				return o
+			}(),
+			replicas: 3, phase: PhaseHealing, message: "old data of member 0"},
+		{name: "member 0 removed, its new pod on a new claim: member 0 is re-added before member 1 is removed",
+			in: func() Observed {
+				o := allClaimsGoing(formed(3, 3, voters(3)[1:]))
+				o.Members[0].Leader = true
+				o.Volumes[0] = Volume{Created: now}
+				o.Pods[0] = Pod{UpToDate: true}
+				return o
+			}(),
+			action: ActionAddLearner, ordinal: 0, replicas: 3, phase: PhaseScaling},
+		{name: "member 0 re-added as a learner: member 1 waits for its promotion",
+			in: func() Observed {
+				o := allClaimsGoing(formed(3, 3, voters(3)[1:]))
+				o.Members[0].Leader = true
+				o.Members = append(o.Members, Member{ID: 9, Ordinal: 0, Name: "c-0", Learner: true, Started: true})
+				o.Volumes[0] = Volume{Created: now}
+				return o
+			}(),
+			action: ActionPromote, ordinal: 0, replicas: 3, phase: PhaseScaling},
+		{name: "a member unhealthy too long while another awaits its re-add is not removed",
+			in: func() Observed {
+				o := formed(3, 3, voters(3)[1:])
+				o.Members[0].Leader = true
+				o.Members[1].Healthy, o.Members[1].UnhealthySince = false, now.Add(-time.Hour)
+				o.Volumes[0] = Volume{MemberID: 100}
+				return o
+			}(),
+			replicas: 3, phase: PhaseWaiting},
+		{name: "member 0 back as a voter: member 1's going claim is next",
+			in: func() Observed {
+				o := allClaimsGoing(formed(3, 3, voters(3)))
+				o.Members[0].ID, o.Members[0].Leader, o.Members[2].Leader = 9, false, true
+				o.Volumes[0] = Volume{MemberID: 9}
+				return o
+			}(),
+			action: ActionRemove, ordinal: 1, replicas: 3, phase: PhaseHealing},
+		{name: "growing 3 to 4 with a voter unhealthy too long: healed, 3 voters to 2, as before",
+			in: func() Observed {
+				o := formed(4, 3, voters(3))
+				o.Members[2].Healthy, o.Members[2].UnhealthySince = false, now.Add(-time.Hour)
+				return o
+			}(),
+			action: ActionMarkReplace, ordinal: 2, replicas: 4, phase: PhaseHealing},
+	})
+}
+
+// TestUnstartableLearner: a learner whose pod cannot start never hides what outranks waiting for it. It is
+// reported with the scheduler's or kubelet's reason, and removed once the spec no longer wants it or a voter
+// is due for healing.
+func TestUnstartableLearner(t *testing.T) {
+	pending := func(desired int) Observed {
+		o := formed(desired, 4, voters(3))
+		o.Members = append(o.Members, Member{ID: 9, Ordinal: 3, Name: "", Learner: true})
+		o.Pods[3] = Pod{UpToDate: true, Pending: "Unschedulable: 0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules"}
+		return o
+	}
+	runPlanCases(t, []planCase{
+		{name: "a learner whose pod cannot be scheduled is reported with the scheduler's reason",
+			in: pending(4), replicas: 4, phase: PhaseScaling, message: "cannot start: Unschedulable: 0/3 nodes", awaits: true},
+		{name: "a spec that no longer wants the learner removes it",
+			in:     pending(3),
+			action: ActionRemove, ordinal: 3, replicas: 4, phase: PhaseScaling, message: "Unschedulable"},
+		{name: "a voter due for healing removes the learner that cannot start",
+			in: func() Observed {
+				o := pending(4)
+				o.Members[2].Healthy, o.Members[2].UnhealthySince = false, now.Add(-time.Hour)
+				return o
+			}(),
+			action: ActionRemove, ordinal: 3, replicas: 4, phase: PhaseHealing, message: "Unschedulable"},
+		{name: "a voter due for healing removes a learner that crash-loops",
+			in: func() Observed {
+				o := pending(4)
+				o.Pods[3] = Pod{UpToDate: true, CannotStart: "CrashLoopBackOff"}
+				o.Members[1].Healthy, o.Members[1].UnhealthySince = false, now.Add(-time.Hour)
+				return o
+			}(),
+			action: ActionRemove, ordinal: 3, replicas: 4, phase: PhaseHealing, message: "CrashLoopBackOff"},
+		{name: "once the learner is gone, the voter is healed",
+			in: func() Observed {
+				o := formed(4, 4, voters(3))
+				o.Pods[3] = Pod{UpToDate: true, Pending: "Unschedulable: 0/3 nodes are available"}
+				o.Members[2].Healthy, o.Members[2].UnhealthySince = false, now.Add(-time.Hour)
+				return o
+			}(),
+			action: ActionMarkReplace, ordinal: 2, replicas: 4, phase: PhaseHealing},
+		{name: "desired 3, an unstarted learner and a voter unhealthy past HealAfter: the learner goes first",
+			in: func() Observed {
+				o := pending(3)
+				o.Pods[3] = Pod{UpToDate: true}
+				o.Members[2].Healthy, o.Members[2].UnhealthySince = false, now.Add(-time.Hour)
+				return o
+			}(),
+			action: ActionRemove, ordinal: 3, replicas: 4, phase: PhaseScaling},
+		{name: "a learner whose pod is merely being created is waited for",
+			in: func() Observed {
+				o := pending(4)
+				o.Pods[3] = Pod{UpToDate: true}
+				return o
+			}(),
+			replicas: 4, phase: PhaseScaling, message: "starting learner", awaits: true},
+	})
+}

@@ -21,23 +21,31 @@ type rule struct {
 //  1. restart a pod that cannot run etcd on an outdated template (a reverted version), onto the current one;
 //  2. finish a replacement in progress (remove the member, then its data), or call it off if it recovered;
 //  3. wipe a volume the member gate refused (it holds a removed member's data);
-//  4. report a member pod that cannot run etcd and change nothing more (a version that does not start);
-//  5. promote a started learner once it has caught up, after giving it its pod (the next may join beside
+//  4. remove a learner that has not started when the spec no longer wants it, or when it cannot start and a
+//     voter is due for healing (a learner never holds back what outranks waiting for it);
+//  5. replace a member whose data is lost, or that failed to rejoin for HealAfter, if quorum holds without it
+//     and no member removed before is still waiting to be re-added (a member is replaced, never shed);
+//  6. report a member pod that cannot run etcd and change nothing more (a version that does not start);
+//  7. promote a started learner once it has caught up, after giving it its pod (the next may join beside
 //     learners still catching up, as many as etcd accepts at once);
-//  6. replace a member whose data is lost, or that failed to rejoin for HealAfter, if quorum holds without it;
-//  7. scale up by one learner, only while every voter is healthy;
-//  8. scale down one member, highest ordinal first, leader moved away first, never below quorum;
-//  9. roll outdated pods one at a time, followers first and the leader last;
-//  10. otherwise stable (or waiting for unhealthy members).
+//  8. scale up by one learner while every voter is healthy (or while the only unhealthy ones wait for a
+//     member removed before to be re-added, when quorum holds once it is promoted);
+//  9. scale down one member, highest ordinal first, leader moved away first, never below quorum;
+//  10. roll outdated pods one at a time, followers first and the leader last;
+//  11. otherwise stable (or waiting for unhealthy members).
+//
+// The order is the precedence: steps that protect quorum or data and heals that are due come before rules
+// that claim the decision only to wait (stalled, learners), so a wait never hides them.
 var rules = []rule{
 	{"end restore", endRestore},
 	{"end forced start", endForcedStart},
 	{"restart stuck pod", restartStuckPod},
 	{"finish replacement", finishReplacement},
 	{"wipe refused data", wipeRefusedData},
+	{"drop learner", dropLearner},
+	{"heal", heal},
 	{"stalled", stalled},
 	{"learners", learners},
-	{"heal", heal},
 	{"scale up", scaleUp},
 	{"scale down", scaleDown},
 	{"roll", roll},
@@ -118,6 +126,9 @@ func finishReplacement(o Observed, v view) (Decision, bool) {
 			return Decision{Replicas: v.replicas, Action: Action{Type: ActionUnmarkReplace, Ordinal: ord, ID: m.ID}, Phase: PhaseHealing,
 				Message: fmt.Sprintf("keeping %s: it recovered before it was replaced", m.Name)}, true
 		}
+		if _, waiting := awaitingReAdd(o, v); waiting && !m.Learner {
+			continue // another member is re-added first (heal)
+		}
 		return removeSafely(v, m, PhaseHealing, fmt.Sprintf("removing %s to replace its data", m.Name)), true
 	}
 	return Decision{}, false
@@ -149,10 +160,7 @@ func wipeRefusedData(o Observed, v view) (Decision, bool) {
 // fixed, and nothing else is touched meanwhile. A crash loop with no version change in flight is left to
 // heal: the member failed to rejoin on a template that runs everywhere else.
 func stalled(o Observed, v view) (Decision, bool) {
-	rolling := false
-	for _, p := range o.Pods {
-		rolling = rolling || !p.UpToDate
-	}
+	rolling := versionRolling(o)
 	var stuck []string
 	for _, ord := range sortedOrdinals(o.Pods) {
 		p := o.Pods[ord]
@@ -172,6 +180,16 @@ func stalled(o Observed, v view) (Decision, bool) {
 		msg += " (revert spec.version to restart it on the previous image)"
 	}
 	return Decision{Replicas: v.replicas, Phase: PhaseStalled, Message: msg}, true
+}
+
+// versionRolling: some member pod still runs an outdated template.
+func versionRolling(o Observed) bool {
+	for _, p := range o.Pods {
+		if !p.UpToDate {
+			return true
+		}
+	}
+	return false
 }
 
 // imageFailure reports a kubelet reason ("Reason" or "Reason: message") that says the container image
@@ -206,6 +224,9 @@ func learners(o Observed, v view) (Decision, bool) {
 		switch {
 		case !m.Started:
 			d.Message, d.AwaitsLearner = fmt.Sprintf("starting learner %s", nameOr(m)), true
+			if p := o.Pods[m.Ordinal]; p.Pending != "" || p.CannotStart != "" {
+				d.Message += fmt.Sprintf(": its pod cannot start: %s", cmpOr(p.Pending, p.CannotStart))
+			}
 		case m.Answered && v.leader != nil && m.RaftIndex+promoteLag < v.leader.RaftIndex:
 			d.Message, d.AwaitsLearner = fmt.Sprintf("learner %s catching up (raft index %d of %d)", m.Name, m.RaftIndex, v.leader.RaftIndex), true
 		default:
@@ -248,30 +269,117 @@ func joinBeside(o Observed, v view, n int, allStarted bool) (Decision, bool) {
 }
 
 // heal gives a fresh start to a voter whose data is provably gone, or that stayed unhealthy for HealAfter
-// while the cluster had quorum.
+// while the cluster had quorum. One member at a time: while a member removed before has not come back as a
+// voter, no other is removed (scaleUp re-adds it first), so heals never take the voters below the desired
+// count minus one.
 func heal(o Observed, v view) (Decision, bool) {
+	m, why, ok := dueForHeal(o, v)
+	if !ok {
+		return Decision{}, false
+	}
+	if _, waiting := awaitingReAdd(o, v); waiting {
+		return Decision{}, false
+	}
+	if why == healClaimDeleting {
+		// The claim holding this member's data is being deleted: the data cannot come back, so the member
+		// is removed now (no mark: the claim carrying it is going), then re-added empty.
+		return removeSafely(v, m, PhaseHealing, fmt.Sprintf("removing %s: the volume claim holding its data is being deleted", m.Name)), true
+	}
+	if ok, msg := canLose(v, m); !ok {
+		return Decision{Replicas: v.replicas, Phase: PhaseBlocked, Message: "cannot heal: " + msg}, true
+	}
+	d := Decision{Replicas: v.replicas, Action: Action{Type: ActionMarkReplace, Ordinal: m.Ordinal, ID: m.ID}, Phase: PhaseHealing,
+		Message: fmt.Sprintf("replacing %s: unhealthy since %s", m.Name, m.UnhealthySince.UTC().Format(time.RFC3339))}
+	if why == healDataLost {
+		d.Message = fmt.Sprintf("replacing %s: its data volume was replaced", m.Name)
+	}
+	return d, true
+}
+
+// Why a member is due for healing.
+type healReason int
+
+const (
+	healClaimDeleting healReason = iota + 1
+	healDataLost
+	healUnhealthy
+)
+
+// dueForHeal returns the first member (by ordinal) that is due for a fresh start, and why. This is the
+// evidence heal acts on, and the evidence that makes a learner that cannot start give way (dropLearner).
+func dueForHeal(o Observed, v view) (Member, healReason, bool) {
 	for _, m := range v.ours {
-		vol, hasVolume := o.Volumes[m.Ordinal]
-		if hasVolume && vol.Deleting && vol.MemberID == m.ID {
-			// The claim holding this member's data is being deleted: the data cannot come back, so the
-			// member is removed now (no mark: the claim carrying it is going), then re-added empty.
-			return removeSafely(v, m, PhaseHealing, fmt.Sprintf("removing %s: the volume claim holding its data is being deleted", m.Name)), true
+		if vol, ok := o.Volumes[m.Ordinal]; ok && vol.Deleting && vol.MemberID == m.ID {
+			return m, healClaimDeleting, true
 		}
-		lost := dataLost(o, m)
-		if !lost && !unhealthyTooLong(o, v, m) {
+		if dataLost(o, m) {
+			return m, healDataLost, true
+		}
+		if unhealthyTooLong(o, v, m) {
+			return m, healUnhealthy, true
+		}
+	}
+	return Member{}, 0, false
+}
+
+// awaitingReAdd reports a member removed before that is not yet back as a voter: a learner (re-added or
+// added, not yet voting), an ordinal below the highest member's that etcd does not list, or an ordinal
+// whose claim still records a member etcd no longer has (or is marked or going with its data).
+func awaitingReAdd(o Observed, v view) (int, bool) {
+	for _, m := range v.ours {
+		if m.Learner {
+			return m.Ordinal, true
+		}
+	}
+	top := -1
+	for _, m := range v.ours {
+		top = max(top, m.Ordinal)
+	}
+	for ord := 0; ord < max(top, o.Desired); ord++ {
+		if _, ok := byOrdinal(v.ours, ord); ok {
 			continue
 		}
-		if ok, msg := canLose(v, m); !ok {
-			return Decision{Replicas: v.replicas, Phase: PhaseBlocked, Message: "cannot heal: " + msg}, true
+		vol, hasVolume := o.Volumes[ord]
+		if ord < top || hasVolume && (vol.MemberID != 0 && !memberIDIn(o.Members, vol.MemberID) || vol.Replace || vol.Deleting) {
+			return ord, true
 		}
-		d := Decision{Replicas: v.replicas, Action: Action{Type: ActionMarkReplace, Ordinal: m.Ordinal, ID: m.ID}, Phase: PhaseHealing,
-			Message: fmt.Sprintf("replacing %s: unhealthy since %s", m.Name, m.UnhealthySince.UTC().Format(time.RFC3339))}
-		if lost {
-			d.Message = fmt.Sprintf("replacing %s: its data volume was replaced", m.Name)
+	}
+	return 0, false
+}
+
+// dropLearner removes a learner that has not started (or crash-loops) when the spec no longer wants it, or
+// when its pod cannot start (the scheduler's or kubelet's reason) and a voter is due for healing: a learner
+// does not vote, so its removal never costs quorum, and waiting for it would hold back the heal.
+func dropLearner(o Observed, v view) (Decision, bool) {
+	for i := len(v.ours) - 1; i >= 0; i-- {
+		m := v.ours[i]
+		if !m.Learner {
+			continue
 		}
-		return d, true
+		p := o.Pods[m.Ordinal]
+		reason := cmpOr(p.Pending, p.CannotStart)
+		suffix := ""
+		if reason != "" {
+			suffix = fmt.Sprintf(" (its pod cannot start: %s)", reason)
+		}
+		if !m.Started && len(v.ours) > o.Desired {
+			return removeSafely(v, m, PhaseScaling, fmt.Sprintf("removing learner %s: the spec no longer wants it%s", nameOr(m), suffix)), true
+		}
+		if reason == "" || m.Started && p.CannotStart == "" {
+			continue
+		}
+		if due, _, ok := dueForHeal(o, v); ok && due.ID != m.ID {
+			return removeSafely(v, m, PhaseHealing, fmt.Sprintf("removing learner %s so that %s can be healed%s", nameOr(m), due.Name, suffix)), true
+		}
 	}
 	return Decision{}, false
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // dataLost reports evidence that member m's data is gone while etcd still lists it.
@@ -295,14 +403,15 @@ func dataLost(o Observed, m Member) bool {
 
 // unhealthyTooLong: the member failed to rejoin for HealAfter, counted only from when the cluster last had
 // quorum (after an outage every member starts late; that is no evidence against any one of them) and from
-// when its current pod was created (a restarted member gets a whole window). A pod being restarted, or
-// one whose image cannot be had, is no evidence against the member's data either.
+// when its current pod was created (a restarted member gets a whole window). A pod being restarted, one
+// whose image cannot be had, or one that crash-loops while a version change rolls (stalled reports it) is
+// no evidence against the member's data either.
 func unhealthyTooLong(o Observed, v view, m Member) bool {
 	if m.Healthy || m.UnhealthySince.IsZero() {
 		return false
 	}
 	p, hasPod := o.Pods[m.Ordinal]
-	if hasPod && (p.Terminating || imageFailure(p.CannotStart)) {
+	if hasPod && (p.Terminating || imageFailure(p.CannotStart) || p.CannotStart != "" && versionRolling(o)) {
 		return false
 	}
 	since := m.UnhealthySince
@@ -322,7 +431,7 @@ func scaleUp(o Observed, v view) (Decision, bool) {
 		return Decision{}, false
 	}
 	d := Decision{Replicas: v.replicas, Phase: PhaseScaling}
-	if !v.allHealthy() {
+	if !v.allHealthy() && !reAddDespiteUnhealthy(o, v) {
 		d.Phase, d.Message = PhaseWaiting, fmt.Sprintf("waiting for all members to be healthy before adding one (%d of %d)", v.healthyVoters, v.voters)
 		return d, true
 	}
@@ -361,6 +470,21 @@ func scaleUp(o Observed, v view) (Decision, bool) {
 	slices.SortFunc(joined, compareOrdinals)
 	d.Config = existingConfig(joined, v.unknown)
 	return d, true
+}
+
+// reAddDespiteUnhealthy: a member removed before awaits its re-add, and the only unhealthy voters are due
+// for healing themselves (heal waits for that re-add). A learner does not vote, and once promoted the
+// healthy voters still hold a quorum, so re-adding first is how those heals ever get their turn.
+func reAddDespiteUnhealthy(o Observed, v view) bool {
+	if _, ok := awaitingReAdd(o, v); !ok || v.healthyVoters < Quorum(v.voters+1) {
+		return false
+	}
+	for _, m := range v.ours {
+		if !m.Learner && !m.Healthy && !dataLost(o, m) && !unhealthyTooLong(o, v, m) {
+			return false
+		}
+	}
+	return true
 }
 
 // scaleDown removes one member at a time, highest ordinal first, then shrinks the StatefulSet.
