@@ -316,15 +316,16 @@ func degradedCondition(f statusFacts) conditionState {
 	case f.space.Kind != maintenance.SpaceNone:
 		// Reads work and quorum holds, but etcd refuses every write: Available stays (it is about quorum).
 		return conditionState{metav1.ConditionTrue, ReasonNoSpace, f.space.Reason}
+	// Before unhealthy members: while members are replaced, the ones whose data is still going matter most.
+	case len(f.dataDeleting) > 0:
+		return conditionState{metav1.ConditionTrue, ReasonMemberDataDeleting, "the volume claims of " + strings.Join(f.dataDeleting, ", ") +
+			" are being deleted: their data goes when their pods restart; the operator replaces them one at a time"}
 	case f.hadQuorum && (len(f.unhealthy) > 0 || f.healthy < f.voters):
 		msg := fmt.Sprintf("%d of %d voting members healthy", f.healthy, f.voters)
 		if len(f.unhealthy) > 0 {
 			msg += "; unhealthy: " + strings.Join(f.unhealthy, ", ")
 		}
 		return conditionState{metav1.ConditionTrue, ReasonMembersUnhealthy, msg}
-	case len(f.dataDeleting) > 0:
-		return conditionState{metav1.ConditionTrue, ReasonMemberDataDeleting, "the volume claims of " + strings.Join(f.dataDeleting, ", ") +
-			" are being deleted: their data goes when their pods restart; the operator replaces them one at a time"}
 	case obs.etcdErr != nil && f.hadQuorum:
 		return conditionState{metav1.ConditionTrue, ReasonEtcdUnreachable, obs.etcdErr.Error()}
 	case len(f.unknown) > 0:

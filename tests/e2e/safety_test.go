@@ -313,6 +313,58 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 		w.StopAndVerify(c)
 		s.verify()
 	})
+
+	It("replaces the members one at a time when every claim is deleted while the pods run", func() {
+		ns, c, w, s, before := startSafetyScenario("allclaims")
+		putGet(c, "/e2e/before-loss", "kept")
+		start := time.Now()
+		// PVC protection keeps each claim, and the member's data, until its pod goes: every member runs on
+		// data that vanishes at its next restart.
+		_, err := fw.Kubectl("delete", "pvc", "-n", ns, "-l", labelInstance+"="+c.Name, "--wait=false")
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			cur := &etcdv1alpha1.EtcdCluster{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(c), cur)).To(Succeed())
+			d := meta.FindStatusCondition(cur.Status.Conditions, etcdv1alpha1.ConditionDegraded)
+			g.Expect(d).NotTo(BeNil())
+			g.Expect(d.Reason).To(Equal("MemberDataDeleting"), "Degraded says whose data is going: %s", d.Message)
+		}).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+
+		// Every member comes back under a new ID, on a new claim.
+		Eventually(func(g Gomega) {
+			after := memberIDsByNameG(g, c)
+			g.Expect(after).To(HaveLen(3))
+			for name, id := range before.ids {
+				g.Expect(after[name]).NotTo(BeZero())
+				g.Expect(after[name]).NotTo(Equal(id), "member %s still has its old ID", name)
+			}
+		}).WithTimeout(10 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		fw.WaitAvailable(c, 5*time.Minute)
+		expectVotingMembers(c, memberNames(c, 3), 3*time.Minute)
+		expectAgreement(c, 3)
+		framework.ReportDuration("every member replaced after every claim was deleted", time.Since(start))
+		for name, uid := range before.claims {
+			pvc := &corev1.PersistentVolumeClaim{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pvc)).To(Succeed())
+			Expect(pvc.UID).NotTo(Equal(uid), "claim %s is new", name)
+			Expect(pvc.DeletionTimestamp).To(BeNil(), "claim %s is not being deleted", name)
+		}
+		Expect(s.leastVoters()).To(Equal(2), "a member is replaced, never shed: the voters never fall below 2 of 3")
+		Eventually(func() (string, error) {
+			return etcdctl(c, c.Name+"-0", "--endpoints="+localURL(c), "get", "/e2e/before-loss", "--print-value-only", "--consistency=s")
+		}).WithTimeout(time.Minute).Should(ContainSubstring("kept"))
+		Eventually(func(g Gomega) {
+			cur := &etcdv1alpha1.EtcdCluster{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(c), cur)).To(Succeed())
+			d := meta.FindStatusCondition(cur.Status.Conditions, etcdv1alpha1.ConditionDegraded)
+			g.Expect(d).NotTo(BeNil())
+			g.Expect(d.Status).To(Equal(metav1.ConditionFalse), "Degraded: %s", d.Message)
+		}).WithTimeout(2 * time.Minute).Should(Succeed())
+
+		w.WaitProgress(20, time.Minute)
+		w.StopAndVerify(c)
+		s.verify()
+	})
 })
 
 // safetyStart is what a safety scenario records before its event: the member IDs by name, the data
@@ -546,6 +598,8 @@ type safetySampler struct {
 	changeDone  func(safetyTruth) bool
 	quorumLost  time.Time
 	lastMembers []*memberHealth
+	// fewestVoters is the fewest voting members etcd listed in any sample (0 before the first list).
+	fewestVoters int
 }
 
 // quorumGrace is how long a status may keep claiming Available after quorum is lost. The operator
@@ -700,6 +754,9 @@ func (s *safetySampler) sample(sctx context.Context, cli *clientv3.Client, clien
 	}
 
 	voters, healthy := t.voters(), t.healthyVoters()
+	if err == nil && (s.fewestVoters == 0 || voters < s.fewestVoters) {
+		s.fewestVoters = voters
+	}
 	quorum := voters/2 + 1
 	if voters > 0 && healthy < quorum {
 		if s.quorumLost.IsZero() {
@@ -756,6 +813,13 @@ func (s *safetySampler) idsOf(name string) map[uint64]bool {
 		out[id] = true
 	}
 	return out
+}
+
+// leastVoters returns the fewest voting members etcd listed in any sample so far.
+func (s *safetySampler) leastVoters() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fewestVoters
 }
 
 func (s *safetySampler) halt() {
