@@ -296,6 +296,11 @@ func newView(o Observed) view {
 		v.replicas = max(v.replicas, o.StatefulSetReplicas)
 	}
 	v.replicas = max(v.replicas, startAhead(o, v))
+	if _, ok := awaitingReAdd(o, v); ok && o.StatefulSetReplicas >= 0 {
+		// A member being replaced keeps its pod slot, even the highest ordinal's: the StatefulSet does not
+		// shrink below the spec's size while a removed member awaits its re-add.
+		v.replicas = max(v.replicas, min(o.Desired, o.StatefulSetReplicas))
+	}
 	v.config = existingConfig(v.ours, v.unknown)
 	if late := lateBootstrap(o, v); len(late) > 0 {
 		v.config.State, v.config.Late = StateNew, late

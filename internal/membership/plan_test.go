@@ -252,13 +252,14 @@ func TestPlan(t *testing.T) {
 				return o
 			}(),
 			action: ActionRemove, ordinal: 2, replicas: 3, phase: PhaseHealing},
+		// (The StatefulSet keeps the removed member's slot: its new pod waits in its member gate for the re-add.)
 		{name: "a removed member's marked data is deleted",
 			in: func() Observed {
 				o := formed(3, 3, voters(3)[:2])
 				o.Volumes[2] = Volume{MemberID: 102, Replace: true}
 				return o
 			}(),
-			action: ActionDeleteVolume, ordinal: 2, replicas: 2, phase: PhaseHealing},
+			action: ActionDeleteVolume, ordinal: 2, replicas: 3, phase: PhaseHealing},
 		{name: "stale data of a removed member is deleted before re-adding",
 			in:     func() Observed { o := formed(3, 2, voters(2)); o.Volumes[2] = Volume{MemberID: 102}; return o }(),
 			action: ActionDeleteVolume, ordinal: 2, replicas: 2, phase: PhaseScaling},
@@ -764,6 +765,14 @@ func TestHealReplacesNotSheds(t *testing.T) {
 				return o
 			}(),
 			replicas: 3, phase: PhaseWaiting},
+		{name: "the highest member removed: its pod slot stays while it awaits its re-add",
+			in: func() Observed {
+				o := allClaimsGoing(formed(3, 3, voters(3)[:2]))
+				o.Volumes[2] = Volume{MemberID: 102, Deleting: true}
+				o.Pods[2] = Pod{Terminating: true}
+				return o
+			}(),
+			replicas: 3, phase: PhaseHealing, message: "old data of member 2"},
 		{name: "member 0 back as a voter: member 1's going claim is next",
 			in: func() Observed {
 				o := allClaimsGoing(formed(3, 3, voters(3)))
