@@ -46,6 +46,8 @@ func main() {
 			os.Exit(runRestore(os.Args[2:]))
 		case "member-gate":
 			os.Exit(runMemberGate(os.Args[2:]))
+		case "etcd-start":
+			os.Exit(runEtcdStart(os.Args[2:]))
 		}
 	}
 

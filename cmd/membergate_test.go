@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,7 @@ func TestMemberGateVerdicts(t *testing.T) {
 		"ETCD_INITIAL_CLUSTER_STATE":       "new",
 	}
 	getenv := func(k string) string { return e[k] }
+	tickets := t.TempDir()
 	msgPath := filepath.Join(t.TempDir(), "termination-log")
 	message := func() string {
 		b, err := os.ReadFile(msgPath)
@@ -48,7 +50,7 @@ func TestMemberGateVerdicts(t *testing.T) {
 		return string(b)
 	}
 
-	if code := memberGate(getenv, msgPath, 10*time.Millisecond, zap.NewNop()); code != 0 || !strings.HasPrefix(message(), "start: ") {
+	if code := memberGate(getenv, msgPath, 10*time.Millisecond, tickets, zap.NewNop()); code != 0 || !strings.HasPrefix(message(), "start: ") {
 		t.Fatalf("bootstrap: exit %d, message %q; want 0 and a start", code, message())
 	}
 
@@ -60,31 +62,69 @@ func TestMemberGateVerdicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = w.Close()
-	code := memberGate(getenv, msgPath, 10*time.Millisecond, zap.NewNop())
+	code := memberGate(getenv, msgPath, 10*time.Millisecond, tickets, zap.NewNop())
 	if msg := message(); code != membergate.RefusalExitCode || !strings.HasPrefix(msg, membergate.RefusalMarker) || strings.Count(msg, "\n") != 1 {
 		t.Fatalf("stale data: exit %d, message %q; want %d and one line starting with %q", code, msg, membergate.RefusalExitCode, membergate.RefusalMarker)
 	}
 
 	// A quorum-loss recovery forces member m-0 to start alone: m-1's data waits, whatever the peers say.
-	e[membergate.EnvForceNewCluster], e[membergate.EnvForceNewClusterMember] = "true", "m-0"
-	code = memberGate(getenv, msgPath, 10*time.Millisecond, zap.NewNop())
+	e[membergate.EnvForceNewClusterMember], e[membergate.EnvForceNewClusterOldPod], e[membergate.EnvPodUID] = "m-0", "old-pod", "new-pod"
+	code = memberGate(getenv, msgPath, 10*time.Millisecond, tickets, zap.NewNop())
 	if msg := message(); code != membergate.HoldExitCode || !strings.HasPrefix(msg, membergate.HoldMarker) || strings.Count(msg, "\n") != 1 {
 		t.Fatalf("forced start of another member: exit %d, message %q; want %d and one line starting with %q", code, msg, membergate.HoldExitCode, membergate.HoldMarker)
 	}
-	// The member forced to start alone starts on its data at once.
+	noTicket := func(when string) {
+		t.Helper()
+		if _, err := os.Stat(filepath.Join(tickets, membergate.ForceTicketFile)); !os.IsNotExist(err) {
+			t.Fatalf("%s: a forced start's ticket is in the pod's volume (%v)", when, err)
+		}
+	}
+	noTicket("forced start of another member")
+	// The pod the instruction was written against, or one that cannot tell its UID, holds too: the operator
+	// replaces it.
 	e[membergate.EnvForceNewClusterMember] = "m-1"
-	if code := memberGate(getenv, msgPath, 10*time.Millisecond, zap.NewNop()); code != 0 || !strings.Contains(message(), "--force-new-cluster") {
+	for _, uid := range []string{"old-pod", ""} {
+		e[membergate.EnvPodUID] = uid
+		code = memberGate(getenv, msgPath, 10*time.Millisecond, tickets, zap.NewNop())
+		if msg := message(); code != membergate.HoldExitCode || !strings.HasPrefix(msg, membergate.HoldMarker) {
+			t.Fatalf("forced start of this member in pod %q: exit %d, message %q; want %d", uid, code, msg, membergate.HoldExitCode)
+		}
+		noTicket("pod " + uid)
+	}
+	// The member forced to start alone, in its new pod, starts on its data at once, with a ticket for its
+	// own etcd's next start, which that start consumes.
+	e[membergate.EnvPodUID] = "new-pod"
+	if code := memberGate(getenv, msgPath, 10*time.Millisecond, tickets, zap.NewNop()); code != 0 || !strings.Contains(message(), "--force-new-cluster") {
 		t.Fatalf("forced start of this member: exit %d, message %q; want 0 and a start", code, message())
 	}
-	// The instruction without a member is unusable: which member forces is unknown.
-	delete(e, membergate.EnvForceNewClusterMember)
-	if code := memberGate(getenv, msgPath, 10*time.Millisecond, zap.NewNop()); code != 1 {
-		t.Fatalf("force without a member: exit %d, message %q; want 1", code, message())
+	environ := []string{"ETCD_NAME=m-1", membergate.EnvPodUID + "=new-pod"}
+	if env, forced, err := membergate.EtcdStart(environ, tickets); err != nil || !forced || !slices.Contains(env, membergate.EnvForceNewCluster+"=true") {
+		t.Fatalf("etcd's first start in the pod: %v, forced %v, %v; want %s=true", env, forced, err, membergate.EnvForceNewCluster)
 	}
-	delete(e, membergate.EnvForceNewCluster)
+	if env, forced, err := membergate.EtcdStart(append(environ, membergate.EnvForceNewCluster+"=true"), tickets); err != nil || forced ||
+		slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, membergate.EnvForceNewCluster+"=") }) {
+		t.Fatalf("etcd's second start in the pod: %v, forced %v, %v; want no %s (the ticket is consumed)", env, forced, err, membergate.EnvForceNewCluster)
+	}
+	// A gate that runs again and does not force takes back a ticket an earlier run left.
+	if code := memberGate(getenv, msgPath, 10*time.Millisecond, tickets, zap.NewNop()); code != 0 {
+		t.Fatalf("forced start again: exit %d, message %q", code, message())
+	}
+	e[membergate.EnvForceNewClusterMember] = "m-0"
+	if code := memberGate(getenv, msgPath, 10*time.Millisecond, tickets, zap.NewNop()); code != membergate.HoldExitCode {
+		t.Fatalf("forced start of another member: exit %d, message %q", code, message())
+	}
+	noTicket("a gate run after the instruction changed")
+	// etcd's own setting in the members' configuration is refused: every member's etcd would read it.
+	e[membergate.EnvForceNewCluster] = "true"
+	if code := memberGate(getenv, msgPath, 10*time.Millisecond, tickets, zap.NewNop()); code != 1 {
+		t.Fatalf("force in the configuration: exit %d, message %q; want 1", code, message())
+	}
+	for _, k := range []string{membergate.EnvForceNewCluster, membergate.EnvForceNewClusterMember, membergate.EnvForceNewClusterOldPod, membergate.EnvPodUID} {
+		delete(e, k)
+	}
 
 	delete(e, "ETCD_DATA_DIR")
-	if code := memberGate(getenv, msgPath, 10*time.Millisecond, zap.NewNop()); code != 1 || strings.HasPrefix(message(), membergate.RefusalMarker) {
+	if code := memberGate(getenv, msgPath, 10*time.Millisecond, tickets, zap.NewNop()); code != 1 || strings.HasPrefix(message(), membergate.RefusalMarker) {
 		t.Fatalf("bad configuration: exit %d, message %q; want 1 and no refusal", code, message())
 	}
 }

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -37,7 +38,7 @@ func memberGate(existing *appsv1.StatefulSet, pods []corev1.Pod, desiredEtcdImag
 	case rolls || (gate != nil && gate.Image == ""):
 		return resources.CurrentMemberGate(o)
 	case gate != nil:
-		kept.Image, kept.HoldsForcedStart = gate.Image, gateHoldsForcedStart(gate)
+		kept.Image, kept.HoldsForcedStart, kept.ForcedStartTicket = gate.Image, gateHoldsForcedStart(gate), gateIssuesTickets(gate)
 	}
 	return kept
 }
@@ -114,10 +115,16 @@ func memberGateContainer(spec *corev1.PodSpec) *corev1.Container {
 }
 
 // gateHoldsForRecovery reports whether a member pod spec's gate holds etcd back on its data while another
-// member is forced to start alone (older gates do not: they lack the mark).
+// member is forced to start alone, and hands a forced start to its own pod's etcd alone (older gates do
+// not: they lack the mark, or the ticket; the members' configuration no longer forces anyone).
 func gateHoldsForRecovery(spec *corev1.PodSpec) bool {
 	gate := memberGateContainer(spec)
-	return gate != nil && gateHoldsForcedStart(gate)
+	return gate != nil && gateHoldsForcedStart(gate) && gateIssuesTickets(gate)
+}
+
+// gateIssuesTickets reports whether the gate hands a forced start to its pod's etcd as a ticket.
+func gateIssuesTickets(gate *corev1.Container) bool {
+	return slices.ContainsFunc(gate.Args, func(a string) bool { return strings.HasPrefix(a, resources.MemberGateTicketFlag) })
 }
 
 func gateHoldsForcedStart(gate *corev1.Container) bool {

@@ -24,14 +24,17 @@ func TestMemberGate(t *testing.T) {
 		oldOperator = "ghcr.io/seedops/etcd-operator:v0.2.0"
 	)
 	o := resources.Options{OperatorImage: operator}
-	current := resources.MemberGate{Image: operator, HoldsForcedStart: true, MaxLearners: resources.LearnersAtOnce}
-	sts := func(image, gateImage string, holds bool) *appsv1.StatefulSet {
+	current := resources.MemberGate{Image: operator, HoldsForcedStart: true, ForcedStartTicket: true, MaxLearners: resources.LearnersAtOnce}
+	sts := func(image, gateImage string, holds bool, tickets ...bool) *appsv1.StatefulSet {
 		s := &appsv1.StatefulSet{}
 		s.Spec.Template.Spec.Containers = []corev1.Container{{Name: "etcd", Image: image}}
 		if gateImage != "" {
 			gate := corev1.Container{Name: resources.MemberGateContainerName, Image: gateImage}
 			if holds {
 				gate.Env = []corev1.EnvVar{{Name: resources.MemberGateHoldsForcedStartEnv, Value: "true"}}
+			}
+			if len(tickets) > 0 && tickets[0] {
+				gate.Args = []string{"member-gate", resources.MemberGateTicketFlag + resources.MemberStartMountPath}
 			}
 			s.Spec.Template.Spec.InitContainers = []corev1.Container{gate}
 		}
@@ -43,9 +46,9 @@ func TestMemberGate(t *testing.T) {
 		want     resources.MemberGate
 	}{
 		{"new cluster", nil, current},
-		{"already gated by this operator", sts(img, operator, true), resources.MemberGate{Image: operator, HoldsForcedStart: true}},
+		{"already gated by this operator", sts(img, operator, true, true), resources.MemberGate{Image: operator, HoldsForcedStart: true, ForcedStartTicket: true}},
 		{"already gated by this operator, two learners at once", func() *appsv1.StatefulSet {
-			s := sts(img, operator, true)
+			s := sts(img, operator, true, true)
 			s.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: resources.MaxLearnersEnv, Value: "2"}}
 			return s
 		}(), current},
@@ -58,6 +61,8 @@ func TestMemberGate(t *testing.T) {
 			resources.MemberGate{Image: oldOperator}},
 		{"gated by an older operator whose gate holds members back during a forced start: kept, mark included", sts(img, oldOperator, true),
 			resources.MemberGate{Image: oldOperator, HoldsForcedStart: true}},
+		{"gated by an older operator whose gate also hands a forced start to its own pod: kept, ticket included", sts(img, oldOperator, true, true),
+			resources.MemberGate{Image: oldOperator, HoldsForcedStart: true, ForcedStartTicket: true}},
 		{"gated by an older operator, new etcd image: the members roll anyway", sts(oldImg, oldOperator, false), current},
 		{"ungated, same image: adding the gate alone would restart every member", sts(img, "", false), resources.MemberGate{}},
 		{"ungated, new image: the members roll anyway", sts(oldImg, "", false), current},
@@ -71,8 +76,10 @@ func TestMemberGate(t *testing.T) {
 			t.Errorf("%s: memberGate = %+v, want %+v", tc.name, got, tc.want)
 		}
 		if tc.existing != nil {
+			// Only a gate that holds the others back and hands the forced start to its own pod alone guards a
+			// recovery: an older gate forces nobody, since the configuration no longer does.
 			if got, want := gateHoldsForRecovery(&tc.existing.Spec.Template.Spec), tc.existing == nil || len(tc.existing.Spec.Template.Spec.InitContainers) > 0 &&
-				len(tc.existing.Spec.Template.Spec.InitContainers[0].Env) > 0; got != want {
+				len(tc.existing.Spec.Template.Spec.InitContainers[0].Env) > 0 && len(tc.existing.Spec.Template.Spec.InitContainers[0].Args) > 1; got != want {
 				t.Errorf("%s: gateHoldsForRecovery = %v, want %v", tc.name, got, want)
 			}
 		}
@@ -224,20 +231,26 @@ func TestPlanInputJoinGated(t *testing.T) {
 	}
 }
 
-// TestClusterOptionsKeepProbeTimingsUntilRoll: a template running the desired etcd image keeps its probe
-// timings; one that rolls anyway (another image), or none, gets the operator's.
-func TestClusterOptionsKeepProbeTimingsUntilRoll(t *testing.T) {
+// TestClusterOptionsKeepProbeSettingsUntilRoll: a template running the desired etcd image keeps its probe
+// timings and paths (an operator whose probes exclude CORRUPT restarts no member of a running cluster for it);
+// one that rolls anyway (another image), or none, gets the operator's.
+func TestClusterOptionsKeepProbeSettingsUntilRoll(t *testing.T) {
 	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"},
 		Spec: etcdv1alpha1.EtcdClusterSpec{Version: "3.5.35", Replicas: 3}}
 	base := resources.DefaultOptions()
 	desired := resources.Image(c, base)
-	old := resources.ProbeTimings{StartupPeriod: 10, StartupTimeout: 5, StartupFailures: 60,
-		ReadinessPeriod: 5, ReadinessTimeout: 5, ReadinessFailures: 3}
+	old := resources.ProbeSettings{StartupPeriod: 10, StartupTimeout: 5, StartupFailures: 60,
+		ReadinessPeriod: 5, ReadinessTimeout: 5, ReadinessFailures: 3,
+		StartupPath: "/health?serializable=true", LivenessPath: "/health?exclude=NOSPACE&serializable=true"}
+	httpGet := func(path string) corev1.ProbeHandler {
+		return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path}}
+	}
 	sts := func(image string) *appsv1.StatefulSet {
 		s := &appsv1.StatefulSet{}
 		s.Spec.Template.Spec.Containers = []corev1.Container{{Name: "etcd", Image: image,
-			StartupProbe: &corev1.Probe{PeriodSeconds: old.StartupPeriod, TimeoutSeconds: old.StartupTimeout,
-				FailureThreshold: old.StartupFailures},
+			StartupProbe: &corev1.Probe{ProbeHandler: httpGet(old.StartupPath), PeriodSeconds: old.StartupPeriod,
+				TimeoutSeconds: old.StartupTimeout, FailureThreshold: old.StartupFailures},
+			LivenessProbe: &corev1.Probe{ProbeHandler: httpGet(old.LivenessPath)},
 			ReadinessProbe: &corev1.Probe{PeriodSeconds: old.ReadinessPeriod, TimeoutSeconds: old.ReadinessTimeout,
 				FailureThreshold: old.ReadinessFailures}}}
 		return s

@@ -24,6 +24,7 @@ import (
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	"github.com/seedops/etcd-operator/internal/failpoint"
+	"github.com/seedops/etcd-operator/internal/membership"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
@@ -39,10 +40,43 @@ func (r *EtcdClusterReconciler) reconcileConfigMap(ctx context.Context, s *recon
 	if cfg == nil {
 		return nil // etcd unreachable after formation: keep what members were started with
 	}
+	if err := r.confirmForcing(ctx, c, s.obs.forcing, cfg.ForceNewCluster); err != nil {
+		return err
+	}
 	desired := resources.ConfigMap(c, memberConfig(c, cfg, s.obs.urls))
 	changed, err := applyIfChanged(ctx, r.objects(), &corev1.ConfigMap{}, desired, corev1ac.ExtractConfigMap)
 	s.applied.add(ctx, changed, "ConfigMap", resources.ConfigMapName(c))
 	return err
+}
+
+// confirmForcing checks a forced start's instruction against the configuration the API server holds
+// before writing it: it is written ahead of the step it is for (the named member's pod deleted in the same
+// reconcile), and that pod's gate reads it once, when it starts. Planned from a cache that lags an earlier
+// write, it could name a second member while the first is being forced, or bring back an instruction
+// already ended: two one-member clusters. Then the reconcile stops and plans again.
+func (r *EtcdClusterReconciler) confirmForcing(ctx context.Context, c *etcdv1alpha1.EtcdCluster, cached, writing *membership.ForceNewCluster) error {
+	if writing == nil {
+		return nil
+	}
+	cm := &corev1.ConfigMap{}
+	var live *membership.ForceNewCluster
+	switch err := r.liveReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.ConfigMapName(c)}, cm); {
+	case err == nil:
+		live = resources.ForceNewClusterOf(cm.Data)
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("read the members' configuration before a forced start: %w", err)
+	}
+	if (live == nil) != (cached == nil) || live != nil && *live != *cached {
+		return fmt.Errorf("the members' configuration forces %s, not %s as this reconcile planned from: planning again", describeForcing(live), describeForcing(cached))
+	}
+	return nil
+}
+
+func describeForcing(f *membership.ForceNewCluster) string {
+	if f == nil {
+		return "no member"
+	}
+	return fmt.Sprintf("%s (old pod %q)", f.Member, f.OldPod)
 }
 
 func (r *EtcdClusterReconciler) reconcileServices(ctx context.Context, s *reconcileScope) error {

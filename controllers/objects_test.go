@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/membership"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
@@ -112,5 +114,43 @@ func TestPodMonitorKindRemoved(t *testing.T) {
 	r := &EtcdClusterReconciler{Client: cl, podMonitors: cl, Recorder: &events.FakeRecorder{}}
 	if err := r.reconcilePodMonitor(context.Background(), &reconcileScope{cluster: c, applied: &appliedObjects{}}); !apierrors.IsForbidden(err) {
 		t.Errorf("a refused apply: got %v, want the Forbidden error", err)
+	}
+}
+
+// TestConfirmForcing: a forced start's instruction is written only against the configuration the API server
+// holds. A reconcile that planned from a cache without the instruction another reconcile wrote (naming
+// member 0) must not name member 1 too, nor bring back an instruction already taken out.
+func TestConfirmForcing(t *testing.T) {
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}}
+	a := &membership.ForceNewCluster{Member: "c-0", OldPod: "u0"}
+	b := &membership.ForceNewCluster{Member: "c-1", OldPod: "u1"}
+	configWith := func(f *membership.ForceNewCluster) client.Object {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: resources.ConfigMapName(c), Namespace: c.Namespace}}
+		cm.Data = resources.ConfigMap(c, resources.MemberConfig{ForceNewCluster: f}).Data
+		return cm
+	}
+	for _, tc := range []struct {
+		name          string
+		live          client.Object
+		cached, write *membership.ForceNewCluster
+		ok            bool
+	}{
+		{"nothing to force: nothing read", nil, nil, nil, true},
+		{"a first instruction, none live", configWith(nil), nil, b, true},
+		{"a first instruction, no configuration yet", nil, nil, b, true},
+		{"the instruction the cache shows, kept", configWith(a), a, a, true},
+		{"a second member named while the first is forced (stale cache)", configWith(a), nil, b, false},
+		{"the first member named again with its new pod as the old one (stale cache)", configWith(a), nil, &membership.ForceNewCluster{Member: "c-0", OldPod: "u0-new"}, false},
+		{"an instruction already taken out, brought back (stale cache)", configWith(nil), a, a, false},
+	} {
+		builder := fake.NewClientBuilder()
+		if tc.live != nil {
+			builder = builder.WithObjects(tc.live)
+		}
+		cl := builder.Build()
+		r := &EtcdClusterReconciler{Client: cl, APIReader: cl}
+		if err := r.confirmForcing(context.Background(), c, tc.cached, tc.write); (err == nil) != tc.ok {
+			t.Errorf("%s: err %v, want ok %v", tc.name, err, tc.ok)
+		}
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -77,6 +78,19 @@ type fakeKubelet struct {
 	gateless bool
 	// idleReason is why the last sync stopped early ("" when it ran).
 	idleReason string
+	// tickets plays each member pod's own volume, where its gate leaves a forced start's ticket (by
+	// ordinal: the pod UID it names); ticketed are the pods whose gate ran the forced start (a gate runs
+	// once per pod, etcd at every start of its container); forcedStarts counts the tickets etcd took.
+	tickets      map[int]types.UID
+	ticketed     map[types.UID]bool
+	forcedStarts int
+}
+
+// forcedStartsTaken is how many times etcd started with --force-new-cluster.
+func (k *fakeKubelet) forcedStartsTaken() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.forcedStarts
 }
 
 // playGateless makes the kubelet start member pods as if their template had no member gate.
@@ -225,7 +239,7 @@ func (k *fakeKubelet) sync(ctx context.Context) {
 			}
 			// The pod runs the template's member gate (which the operator reads back from pods).
 			if gate := memberGateContainer(&sts.Spec.Template.Spec); gate != nil {
-				pod.Spec.InitContainers = []corev1.Container{{Name: gate.Name, Image: gate.Image, Env: gate.DeepCopy().Env}}
+				pod.Spec.InitContainers = []corev1.Container{{Name: gate.Name, Image: gate.Image, Env: gate.DeepCopy().Env, Args: gate.DeepCopy().Args}}
 			}
 			if err := k8sClient.Create(ctx, pod); err != nil {
 				continue
@@ -248,16 +262,17 @@ func (k *fakeKubelet) sync(ctx context.Context) {
 			if fresh := (&corev1.ConfigMap{}); k8sClient.Get(ctx, key(realNS, resources.ConfigMapName(k.cluster)), fresh) == nil {
 				cm = fresh
 			}
-			if !k.ensureClaim(ctx, i) || (k.gated(&sts.Spec.Template.Spec) && !k.gateAllows(ctx, i, cm.Data)) {
+			if !k.ensureClaim(ctx, i) || (k.gated(&sts.Spec.Template.Spec) && !k.gateAllows(ctx, i, pod, cm.Data)) {
 				continue
 			}
 			_, hasWAL, _ := membergate.ReadWALMetadata(membergate.WALDir(k.c.DataDir(i)))
 			GinkgoWriter.Printf("fake kubelet: starting member %d (WAL %v, state %s)\n", i, hasWAL, cm.Data["ETCD_INITIAL_CLUSTER_STATE"])
-			// etcd reads a quorum-loss recovery's instruction from the configuration like every other setting.
+			// etcd forces a new cluster only on its own pod's ticket, which it takes (membergate.EtcdStart);
+			// the configuration never carries --force-new-cluster.
 			var env map[string]string
-			if force := cm.Data[membergate.EnvForceNewCluster]; force != "" {
-				env = map[string]string{membergate.EnvForceNewCluster: force}
-				GinkgoWriter.Printf("fake kubelet: starting member %d with %s=%s\n", i, membergate.EnvForceNewCluster, force)
+			if k.takeTicket(i, pod.UID) {
+				env = map[string]string{membergate.EnvForceNewCluster: "true"}
+				GinkgoWriter.Printf("fake kubelet: starting member %d with %s=true (pod %s's ticket)\n", i, membergate.EnvForceNewCluster, pod.UID)
 			}
 			if err := k.c.StartWithEnv(i, cm.Data["ETCD_INITIAL_CLUSTER"], cm.Data["ETCD_INITIAL_CLUSTER_STATE"], env); err != nil {
 				GinkgoWriter.Printf("fake kubelet: starting member %d: %v\n", i, err)
@@ -271,13 +286,22 @@ func (k *fakeKubelet) sync(ctx context.Context) {
 // gateAllows plays the member gate (internal/membergate) of a template that has it: it holds an empty
 // member that is to join an existing cluster until the gate's own rule (membergate.JoinReady) finds the
 // join planned, a member for its peer URL that has never started (the operator's AddLearner), and a member
-// with data while the configuration forces another member to start alone. The operator starts new members'
-// pods ahead of their joins only behind the gate; a template without it starts etcd at once, as the kubelet
-// does.
-func (k *fakeKubelet) gateAllows(ctx context.Context, i int, config map[string]string) bool {
+// with data while the configuration forces another member to start alone; the member it forces starts in
+// a pod other than the one the instruction was written against, with a ticket for that pod alone. The
+// operator starts new members' pods ahead of their joins only behind the gate; a template without it starts
+// etcd at once, as the kubelet does.
+func (k *fakeKubelet) gateAllows(ctx context.Context, i int, pod *corev1.Pod, config map[string]string) bool {
 	_, hasWAL, _ := membergate.ReadWALMetadata(membergate.WALDir(k.c.DataDir(i)))
-	if forced := config[membergate.EnvForceNewClusterMember]; hasWAL && forced != "" && forced != k.c.MemberName(i) {
-		return false
+	if forced := config[membergate.EnvForceNewClusterMember]; hasWAL && forced != "" {
+		if forced != k.c.MemberName(i) || pod.UID == "" || string(pod.UID) == config[membergate.EnvForceNewClusterOldPod] {
+			return false
+		}
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		if !k.ticketed[pod.UID] {
+			k.ticketed[pod.UID], k.tickets[i] = true, pod.UID
+		}
+		return true
 	}
 	if config["ETCD_INITIAL_CLUSTER_STATE"] != "existing" || hasWAL {
 		return true
@@ -299,6 +323,20 @@ func (k *fakeKubelet) gateAllows(ctx context.Context, i int, config map[string]s
 	}
 	ready, _ := membergate.JoinReady(list, []string{k.c.PeerURL(i)})
 	return ready
+}
+
+// takeTicket takes the forced start's ticket of member i's pod uid, if its gate left one; a ticket of an
+// earlier pod went with that pod's volume.
+func (k *fakeKubelet) takeTicket(i int, uid types.UID) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	t, ok := k.tickets[i]
+	delete(k.tickets, i)
+	if ok && t == uid {
+		k.forcedStarts++
+		return true
+	}
+	return false
 }
 
 // ensureClaim plays the member's volume claim: the data directory lives as long as the claim, so a claim the
@@ -548,7 +586,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		kctx, stopKubelet := context.WithCancel(context.Background())
 		// The kubelet's own copy of the cluster's name: specs decode into c while the kubelet runs, and a
 		// name read mid-decode is empty (a pod "-1" not found reads as member 1's pod deleted).
-		kubelet = &fakeKubelet{c: procs, dialer: etcd.NewDialer(2 * time.Second),
+		kubelet = &fakeKubelet{c: procs, dialer: etcd.NewDialer(2 * time.Second), tickets: map[int]types.UID{}, ticketed: map[types.UID]bool{},
 			cluster: &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace}}}
 		done := make(chan struct{})
 		go func() { defer close(done); kubelet.run(kctx) }()
@@ -1142,7 +1180,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		forced := func(g Gomega) bool {
 			cm := &corev1.ConfigMap{}
 			g.Expect(k8sClient.Get(ctx, key(realNS, resources.ConfigMapName(c)), cm)).To(Succeed())
-			_, ok := cm.Data[membergate.EnvForceNewCluster]
+			_, ok := cm.Data[membergate.EnvForceNewClusterMember]
 			return ok
 		}
 		progressing := func(g Gomega) string {
@@ -1196,6 +1234,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		By("the survivor restarting alone, then the others rejoining empty")
 		Eventually(running(3), 120*time.Second, 250*time.Millisecond).Should(Succeed())
 		Expect(procs.PID(0)).NotTo(Equal(survivorPID), "the survivor was restarted (with --force-new-cluster)")
+		Expect(kubelet.forcedStartsTaken()).To(Equal(1), "one start of etcd, the survivor's, forced a new cluster")
 		for _, m := range c.Status.Members {
 			if m.Name == resources.MemberName(c, 0) {
 				Expect(m.ID).To(Equal(ids[m.Name]), "the survivor keeps its member ID")

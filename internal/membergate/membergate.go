@@ -17,9 +17,12 @@
 //   - no WAL, state existing: wait until the member list holds a member with this pod's peer URL that
 //     has never started (the operator's AddLearner): that member is the one etcd is meant to become;
 //   - a WAL while the configuration forces another member to start alone (a quorum-loss recovery: see
-//     EnvForceNewCluster): hold, exiting with HoldExitCode, so that this member never forces a cluster of
-//     its own; the kubelet runs the gate again, and once the operator has taken the instruction out, the
-//     first rule judges the data (by then the recovered member no longer lists it);
+//     EnvForceNewClusterMember): hold, exiting with HoldExitCode, so that this member never forces a
+//     cluster of its own; the kubelet runs the gate again, and once the operator has taken the instruction
+//     out, the first rule judges the data (by then the recovered member no longer lists it). The member
+//     the instruction names starts with Decision.Force, in a pod created after the instruction was
+//     written; the gate hands that start to etcd as a ticket in the pod's own volume (forced.go), never
+//     through the configuration every container reads;
 //   - in a pod that restores a backup for a quorum-loss recovery (see EnvRestoreRecovery), a WAL of the
 //     lost cluster, or no WAL: start, so that the restore step, which runs next, moves the data aside and
 //     restores the snapshot. Peers must not judge it: those already restored are another cluster, and
@@ -52,10 +55,19 @@ const (
 	HoldMarker   = "held:"
 	HoldExitCode = 4
 
-	// EnvForceNewCluster is etcd's own --force-new-cluster setting ("true"), which the operator puts in the
-	// members' configuration for one start of the member EnvForceNewClusterMember names.
-	EnvForceNewCluster       = "ETCD_FORCE_NEW_CLUSTER"
+	// EnvForceNewCluster is etcd's own --force-new-cluster setting. It is never in the members'
+	// configuration: the kubelet gives that to every container at every start, and a second member forced
+	// alone is a second cluster. Only the etcd entry (EtcdStart) sets it, once, on a ticket of its own pod.
+	EnvForceNewCluster = "ETCD_FORCE_NEW_CLUSTER"
+	// EnvForceNewClusterMember, in the members' configuration during a quorum-loss recovery, names the
+	// member to restart alone: every other member's gate holds its data back meanwhile. It is the
+	// operator's record of the decision, not a setting etcd reads. EnvForceNewClusterOldPod, beside it,
+	// is the UID of that member's pod when the instruction was written: that pod may have passed its gate
+	// before, so it never forces; the pod that replaces it does.
 	EnvForceNewClusterMember = "FORCE_NEW_CLUSTER_MEMBER"
+	EnvForceNewClusterOldPod = "FORCE_NEW_CLUSTER_OLD_POD"
+	// EnvPodUID is the pod's own UID (downward API), which a forced start's ticket names.
+	EnvPodUID = "POD_UID"
 	// EnvRestoreRecovery, on the gate container of a pod whose restore step restores for a quorum-loss
 	// recovery from a backup, names that recovery. The pod template sets it, not the shared
 	// configuration: only a pod that restores may let the lost cluster's data, or an empty directory,
@@ -87,8 +99,10 @@ type Config struct {
 	// TLS is the client configuration for https peers; nil for plain http.
 	TLS *tls.Config
 	// Name is the member's name (ETCD_NAME); ForcedMember, during a quorum-loss recovery, names the member
-	// the configuration forces to start alone ("" otherwise).
-	Name, ForcedMember string
+	// the configuration forces to start alone ("" otherwise), and OldPod the pod of it that must not.
+	Name, ForcedMember, OldPod string
+	// PodUID is this pod's UID (EnvPodUID; "" from a template without it, which then never forces).
+	PodUID string
 	// RestoreRecovery, during a quorum-loss recovery from a backup, names it ("" otherwise); Token is the
 	// initial cluster token the restore gives the member's new data.
 	RestoreRecovery, Token string
@@ -113,10 +127,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	cfg := Config{WALDir: getenv("ETCD_WAL_DIR"), State: getenv("ETCD_INITIAL_CLUSTER_STATE"), PeerURLs: splitList(adv), Name: getenv("ETCD_NAME"),
 		RestoreRecovery: getenv(EnvRestoreRecovery), Token: getenv(EnvRestoreToken), LateBootstrap: splitList(getenv(EnvLateBootstrap))}
+	cfg.ForcedMember, cfg.OldPod, cfg.PodUID = getenv(EnvForceNewClusterMember), getenv(EnvForceNewClusterOldPod), getenv(EnvPodUID)
 	if strings.EqualFold(getenv(EnvForceNewCluster), "true") {
-		if cfg.ForcedMember = getenv(EnvForceNewClusterMember); cfg.ForcedMember == "" {
-			return Config{}, fmt.Errorf("%s is set without %s: which member is to start alone is unknown", EnvForceNewCluster, EnvForceNewClusterMember)
-		}
+		return Config{}, fmt.Errorf("%s is set in the members' configuration: every member would force a cluster of its own", EnvForceNewCluster)
 	}
 	if cfg.WALDir == "" {
 		cfg.WALDir = WALDir(dataDir)
@@ -184,6 +197,8 @@ func anyHTTPS(urls []string) bool {
 type Decision struct {
 	// Start says etcd may start; false is a refusal, or a hold.
 	Start bool
+	// Force: etcd starts once with --force-new-cluster (a ticket for this pod, WriteForceTicket).
+	Force bool
 	// Hold: etcd may not start now, but nothing is wrong with the data.
 	Hold bool
 	// Reason is the evidence, in one line.
@@ -240,9 +255,14 @@ func Check(ctx context.Context, cfg Config) (Decision, error) {
 		// etcd would read the same instruction and force a cluster of its own from this data.
 		return Decision{Hold: true, Reason: fmt.Sprintf("the cluster is being recovered from %s alone (--force-new-cluster); data of member %x waits",
 			cfg.ForcedMember, md.MemberID)}, nil
+	case hasWAL && cfg.ForcedMember != "" && (cfg.PodUID == "" || cfg.PodUID == cfg.OldPod):
+		// The pod the instruction was written against (or one that cannot tell): the operator replaces it.
+		return Decision{Hold: true, Reason: fmt.Sprintf("the operator restarts member %x alone with --force-new-cluster in a new pod; this pod (%q) is the one it replaces",
+			md.MemberID, cfg.PodUID)}, nil
 	case hasWAL && cfg.ForcedMember != "":
 		// Its peers cannot judge it: it is about to become the cluster's only member.
-		return Decision{Start: true, Reason: fmt.Sprintf("data of member %x, which the operator restarts alone with --force-new-cluster", md.MemberID)}, nil
+		return Decision{Start: true, Force: true, Reason: fmt.Sprintf("data of member %x, which the operator restarts alone with --force-new-cluster (pod %s)",
+			md.MemberID, cfg.PodUID)}, nil
 	case hasWAL && cfg.RestoreRecovery != "":
 		return checkDataDuringRestore(ctx, cfg, md)
 	case hasWAL:

@@ -241,16 +241,22 @@ func TestDataDirectories(t *testing.T) {
 				t.Fatal(err)
 			}
 		}()
-		e[EnvForceNewCluster], e[EnvForceNewClusterMember] = "true", c.MemberName(0)
+		e[EnvForceNewClusterMember], e[EnvForceNewClusterOldPod], e[EnvPodUID] = c.MemberName(0), "old-pod", "new-pod"
 		cfg, _ := gateConfig(t, e)
 		d, err := checkWithin(cfg, 20*time.Second)
-		if err != nil || d.Start || !d.Hold || !strings.HasPrefix(d.Message(), HoldMarker) {
+		if err != nil || d.Start || d.Force || !d.Hold || !strings.HasPrefix(d.Message(), HoldMarker) {
 			t.Fatalf("got %+v, %v; want a hold", d, err)
 		}
 		e[EnvForceNewClusterMember] = c.MemberName(1)
 		cfg, _ = gateConfig(t, e)
-		if d, err := checkWithin(cfg, 20*time.Second); err != nil || !d.Start {
-			t.Fatalf("the member forced to start alone: got %+v, %v; want start", d, err)
+		if d, err := checkWithin(cfg, 20*time.Second); err != nil || !d.Start || !d.Force {
+			t.Fatalf("the member forced to start alone: got %+v, %v; want a forced start", d, err)
+		}
+		// Its pod from before the instruction may have passed its gate already: it never forces.
+		e[EnvPodUID] = "old-pod"
+		cfg, _ = gateConfig(t, e)
+		if d, err := checkWithin(cfg, 20*time.Second); err != nil || d.Start || d.Force || !d.Hold {
+			t.Fatalf("the forced member's old pod: got %+v, %v; want a hold", d, err)
 		}
 	})
 

@@ -56,6 +56,9 @@ type Survivor struct {
 
 // ForceNewCluster is the configuration's one-shot instruction for a quorum-loss recovery: the member named
 // restarts alone on its data (etcd's --force-new-cluster); every other member with data waits in its gate.
+// The configuration records the decision, and must hold it before the pod is deleted, for the new pod's
+// gate to read; the forced start itself reaches only that pod's etcd, once (a ticket in the pod's own
+// volume, membergate.EtcdStart).
 type ForceNewCluster struct {
 	Member string
 	// OldPod is the UID of the member's pod when the instruction was written: that pod started without it
@@ -65,7 +68,8 @@ type ForceNewCluster struct {
 
 // recoverQuorum rebuilds a cluster that lost its majority for good, from the surviving voter with the
 // highest raft index, when the spec allows it:
-//  1. choose the survivor, name it in the configuration with --force-new-cluster, and restart its pod;
+//  1. choose the survivor, name it in the configuration, and then restart its pod (the new pod's gate, which
+//     reads the configuration once, hands --force-new-cluster to that pod's etcd alone);
 //  2. wait for it to come back alone (then etcd answers again, and endForcedStart clears the instruction);
 //  3. the others rejoin empty as learners, through the ordinary rules (scale up, stale data).
 //
@@ -188,9 +192,9 @@ func endForcedStart(o Observed, v view) (Decision, bool) {
 }
 
 // unguarded names what could start etcd beside s while the configuration forces s: a pod without a gate
-// that holds it back would force a cluster of its own from its data, and an empty one would join the old
-// cluster by its peer URL (finding the member it replaces still listed) and then do the same. So every pod
-// but s's, and the template future pods come from, must run a gate that holds.
+// that holds it back would start on its data, and an empty one would join the old cluster by its peer URL
+// (finding the member it replaces still listed). So every pod but s's, and the template future pods come
+// from (s's new pod among them, whose gate hands it the forced start), must run a gate that holds.
 func unguarded(o Observed, s Voter) []string {
 	var out []string
 	if !o.Recovery.TemplateGateHolds {

@@ -20,9 +20,12 @@ type MemberConfig struct {
 	InitialCluster string
 	// InitialClusterState is "new" while bootstrapping, "existing" once the cluster has formed.
 	InitialClusterState string
-	// ForceNewCluster, during a quorum-loss recovery, makes the member it names start alone on its data
-	// (etcd's --force-new-cluster); the member gate holds every other member with data back meanwhile. It
-	// is in the configuration for as long as that one start takes, and never in the pod template.
+	// ForceNewCluster, during a quorum-loss recovery, names the member to start alone on its data (etcd's
+	// --force-new-cluster) and the pod of it that started before; the member gate holds every other member
+	// with data back meanwhile. It is in the configuration for as long as that one start takes, and it must
+	// be written before that pod is deleted: the new pod's gate reads it when it starts, and only that gate
+	// hands the start to its own etcd (membergate.WriteForceTicket). --force-new-cluster itself is never
+	// here: every container reads this configuration at every start.
 	ForceNewCluster *membership.ForceNewCluster
 	// Restore, during a quorum-loss recovery from a backup, has every member move its data aside and
 	// restore the snapshot, as a new cluster whose initial cluster token names the recovery.
@@ -51,16 +54,13 @@ func RestoreRecoveryOf(data map[string]string) *membership.RestoreRecovery {
 	return &membership.RestoreRecovery{ID: id, Location: data[restoreRecoveryFrom], Revision: rev}
 }
 
-// forceNewClusterOldPod records, beside the instruction, the pod that started without it.
-const forceNewClusterOldPod = "FORCE_NEW_CLUSTER_OLD_POD"
-
 // ForceNewClusterOf reads a quorum-loss recovery's instruction back from the members' configuration (nil
-// when there is none).
+// when there is none). A configuration an older operator wrote has etcd's own setting beside it.
 func ForceNewClusterOf(data map[string]string) *membership.ForceNewCluster {
 	if data[membergate.EnvForceNewCluster] == "" && data[membergate.EnvForceNewClusterMember] == "" {
 		return nil
 	}
-	return &membership.ForceNewCluster{Member: data[membergate.EnvForceNewClusterMember], OldPod: data[forceNewClusterOldPod]}
+	return &membership.ForceNewCluster{Member: data[membergate.EnvForceNewClusterMember], OldPod: data[membergate.EnvForceNewClusterOldPod]}
 }
 
 // BootstrapConfig is the static initial configuration of a new cluster of n members.
@@ -90,9 +90,8 @@ func configData(c *etcdv1alpha1.EtcdCluster, mc MemberConfig) map[string]string 
 		"ETCD_QUOTA_BACKEND_BYTES":       strconv.FormatInt(QuotaBackendBytes(c), 10),
 	}
 	if f := mc.ForceNewCluster; f != nil {
-		data[membergate.EnvForceNewCluster] = "true"
 		data[membergate.EnvForceNewClusterMember] = f.Member
-		data[forceNewClusterOldPod] = f.OldPod
+		data[membergate.EnvForceNewClusterOldPod] = f.OldPod
 	}
 	if len(mc.LateBootstrap) > 0 {
 		data[membergate.EnvLateBootstrap] = strings.Join(mc.LateBootstrap, ",")

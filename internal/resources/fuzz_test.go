@@ -323,14 +323,14 @@ func checkCluster(t *testing.T, c *etcdv1alpha1.EtcdCluster, b *etcdv1alpha1.Etc
 			mounts[*m.Name] = *m.MountPath
 		}
 		for _, m := range etcd.VolumeMounts {
-			if *m.Name != DataVolumeName && *m.Name != peerTLSVolume {
+			if *m.Name != DataVolumeName && *m.Name != peerTLSVolume && *m.Name != MemberStartVolume {
 				continue
 			}
 			if mounts[*m.Name] != *m.MountPath {
 				t.Fatalf("member gate mounts %v, etcd mounts %s at %s", mounts, *m.Name, *m.MountPath)
 			}
 		}
-		if !reflect.DeepEqual(init[0].Args, []string{"member-gate"}) || *init[0].Image != o.OperatorImage {
+		if !reflect.DeepEqual(init[0].Args, []string{"member-gate", MemberGateTicketFlag + MemberStartMountPath}) || *init[0].Image != o.OperatorImage {
 			t.Fatalf("member gate runs %s %v", *init[0].Image, init[0].Args)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/internal/membergate"
 )
 
 // MemberGateContainerName is the init container that decides whether etcd may start on the member's data
@@ -20,11 +21,17 @@ const MemberGateContainerName = "member-gate"
 const MemberGateHoldsForcedStartEnv = "MEMBER_GATE_HOLDS_FORCED_START"
 
 // MemberGate is how the members' template lets members join: the member-gate init container's image (""
-// for none), whether it carries MemberGateHoldsForcedStartEnv, and how many learners etcd accepts at once.
-// All are kept from a running cluster's template until it rolls for another reason.
+// for none), whether it carries MemberGateHoldsForcedStartEnv, whether etcd starts through the forced
+// start's ticket, and how many learners etcd accepts at once. All are kept from a running cluster's
+// template until it rolls for another reason.
 type MemberGate struct {
 	Image            string
 	HoldsForcedStart bool
+	// ForcedStartTicket: the gate hands a forced start to its own pod's etcd as a ticket in a volume of
+	// that pod (MemberStartVolume), and etcd starts through the entry that takes it
+	// (membergate.EtcdStart). Without it no member can be forced: the members' configuration never
+	// carries --force-new-cluster.
+	ForcedStartTicket bool
 	// MaxLearners is etcd's --max-learners (MaxLearnersEnv), set on etcd 3.6 and later (0: not set,
 	// etcd's default of one).
 	MaxLearners int
@@ -33,7 +40,32 @@ type MemberGate struct {
 // CurrentMemberGate is this operator's gate: its own image, holding members back during a forced start,
 // with LearnersAtOnce.
 func CurrentMemberGate(o Options) MemberGate {
-	return MemberGate{Image: o.OperatorImage, HoldsForcedStart: true, MaxLearners: LearnersAtOnce}
+	return MemberGate{Image: o.OperatorImage, HoldsForcedStart: true, ForcedStartTicket: true, MaxLearners: LearnersAtOnce}
+}
+
+// The pod's own volume the gate shares with etcd: the operator binary it installs there runs etcd
+// (EtcdStartCommand), and takes the ticket of a forced start the gate leaves beside it. An emptyDir: it
+// lives as long as the pod, so a ticket can reach no other pod, and survives restarts of the etcd
+// container, so the ticket is taken once.
+const (
+	MemberStartVolume    = "member-start"
+	MemberStartMountPath = "/member-start"
+	// MemberGateTicketFlag is the gate's flag that names the volume (and marks a gate that issues tickets).
+	MemberGateTicketFlag = "--ticket-dir="
+)
+
+// EtcdStartCommand is the etcd container's command with a ticket-issuing gate.
+func EtcdStartCommand() []string {
+	return []string{MemberStartMountPath + "/manager", "etcd-start", MemberGateTicketFlag + MemberStartMountPath, "--", "/usr/local/bin/etcd"}
+}
+
+// withForcedStartTicket makes etcd start through the entry that takes a forced start's ticket, with the
+// pod's UID the ticket names.
+func withForcedStartTicket(spec *corev1ac.PodSpecApplyConfiguration, etcd *corev1ac.ContainerApplyConfiguration) {
+	etcd.Command = EtcdStartCommand()
+	etcd.WithEnv(fieldEnv(membergate.EnvPodUID, "metadata.uid")).
+		WithVolumeMounts(corev1ac.VolumeMount().WithName(MemberStartVolume).WithMountPath(MemberStartMountPath))
+	spec.WithVolumes(corev1ac.Volume().WithName(MemberStartVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
 }
 
 // LearnersAtOnce is how many learners a member of etcd 3.6 or later accepts: two new members join side by
@@ -66,11 +98,16 @@ func memberGateInitContainer(c *etcdv1alpha1.EtcdCluster, etcd *corev1ac.Contain
 	if TLSEnabled(c) {
 		mounts = append(mounts, corev1ac.VolumeMount().WithName(peerTLSVolume).WithMountPath(peerTLSMountPath).WithReadOnly(true))
 	}
+	args := []string{"member-gate"}
+	if gate.ForcedStartTicket {
+		mounts = append(mounts, corev1ac.VolumeMount().WithName(MemberStartVolume).WithMountPath(MemberStartMountPath))
+		args = append(args, MemberGateTicketFlag+MemberStartMountPath)
+	}
 	return corev1ac.Container().
 		WithName(MemberGateContainerName).
 		WithImage(gate.Image).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
-		WithArgs("member-gate").
+		WithArgs(args...).
 		WithEnv(env...).
 		WithEnvFrom(envFrom...).
 		WithVolumeMounts(mounts...).

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -324,17 +325,23 @@ func TestQuotaBackendBytesLeavesRoomForDefragmentation(t *testing.T) {
 	}
 }
 
-// TestForceNewClusterRoundTrips: a quorum-loss recovery's instruction is in the configuration etcd and the
-// member gate read (etcd's own setting and the member it is for), is read back as written, and is gone
-// from a configuration without it.
+// TestForceNewClusterRoundTrips: a quorum-loss recovery's instruction is in the configuration the member
+// gate reads (the member it is for and the pod that must not force), is read back as written, and is gone
+// from a configuration without it. etcd's own --force-new-cluster is never in it: every member's etcd
+// reads this configuration at every start of its container, gate or no gate.
 func TestForceNewClusterRoundTrips(t *testing.T) {
 	c := designCluster()
 	f := &membership.ForceNewCluster{Member: "design-etcd-1", OldPod: "0c1e7d3a"}
 	mc := BootstrapConfig(c, 3, Options{})
 	mc.ForceNewCluster = f
 	data := configData(c, mc)
-	if data[membergate.EnvForceNewCluster] != "true" || data[membergate.EnvForceNewClusterMember] != f.Member {
-		t.Fatalf("configuration %v: want %s=true and %s=%s", data, membergate.EnvForceNewCluster, membergate.EnvForceNewClusterMember, f.Member)
+	if data[membergate.EnvForceNewClusterMember] != f.Member || data[membergate.EnvForceNewClusterOldPod] != f.OldPod {
+		t.Fatalf("configuration %v: want %s=%s and %s=%s", data, membergate.EnvForceNewClusterMember, f.Member, membergate.EnvForceNewClusterOldPod, f.OldPod)
+	}
+	for k := range data {
+		if strings.EqualFold(k, membergate.EnvForceNewCluster) {
+			t.Fatalf("configuration %v has %s: every member's etcd would force a cluster of its own", data, k)
+		}
 	}
 	if got := ForceNewClusterOf(data); got == nil || *got != *f {
 		t.Fatalf("read back %+v, want %+v", got, f)
@@ -343,9 +350,66 @@ func TestForceNewClusterRoundTrips(t *testing.T) {
 	if got := ForceNewClusterOf(plain); got != nil {
 		t.Fatalf("read back %+v from a configuration without the instruction", got)
 	}
-	for _, k := range []string{membergate.EnvForceNewCluster, membergate.EnvForceNewClusterMember, forceNewClusterOldPod} {
+	for _, k := range []string{membergate.EnvForceNewCluster, membergate.EnvForceNewClusterMember, membergate.EnvForceNewClusterOldPod} {
 		if _, ok := plain[k]; ok {
 			t.Fatalf("configuration without the instruction has %s", k)
+		}
+	}
+}
+
+// TestForcedStartReachesOnlyItsPod: with the current gate, etcd starts through the entry that takes a forced
+// start's ticket from a volume of its own pod (an emptyDir: it lives as long as the pod, so a ticket reaches
+// no other pod), which the gate shares and is told of, with the pod's UID that a ticket names; and no
+// container of the template has --force-new-cluster in its environment. A template without that gate
+// keeps etcd's own command.
+func TestForcedStartReachesOnlyItsPod(t *testing.T) {
+	o := Options{OperatorImage: "operator:test"}
+	for _, c := range []*etcdv1alpha1.EtcdCluster{designCluster(), plaintextCluster()} {
+		spec := StatefulSet(c, 3, o, nil, CurrentMemberGate(o)).Spec.Template.Spec
+		var emptyDir bool
+		for _, v := range spec.Volumes {
+			if *v.Name == MemberStartVolume {
+				emptyDir = v.EmptyDir != nil && v.PersistentVolumeClaim == nil && v.ConfigMap == nil && v.Secret == nil
+			}
+		}
+		if !emptyDir {
+			t.Fatalf("%s: volume %s is not an emptyDir of the pod: %+v", c.Name, MemberStartVolume, spec.Volumes)
+		}
+		mounts := func(ctr corev1ac.ContainerApplyConfiguration) bool {
+			for _, m := range ctr.VolumeMounts {
+				if *m.Name == MemberStartVolume && *m.MountPath == MemberStartMountPath && (m.ReadOnly == nil || !*m.ReadOnly) {
+					return true
+				}
+			}
+			return false
+		}
+		for _, ctr := range append(append([]corev1ac.ContainerApplyConfiguration{}, spec.Containers...), spec.InitContainers...) {
+			for _, e := range ctr.Env {
+				if strings.EqualFold(*e.Name, membergate.EnvForceNewCluster) {
+					t.Fatalf("%s: container %s has %s in its environment", c.Name, *ctr.Name, *e.Name)
+				}
+			}
+			switch *ctr.Name {
+			case "etcd":
+				if !slices.Equal(ctr.Command, EtcdStartCommand()) || !mounts(ctr) {
+					t.Fatalf("%s: etcd command %q, mounts %+v: want %q with %s mounted", c.Name, ctr.Command, ctr.VolumeMounts, EtcdStartCommand(), MemberStartVolume)
+				}
+				var uid bool
+				for _, e := range ctr.Env {
+					uid = uid || *e.Name == membergate.EnvPodUID && e.ValueFrom != nil && *e.ValueFrom.FieldRef.FieldPath == "metadata.uid"
+				}
+				if !uid {
+					t.Fatalf("%s: etcd has no %s from metadata.uid", c.Name, membergate.EnvPodUID)
+				}
+			case MemberGateContainerName:
+				if !slices.Contains(ctr.Args, MemberGateTicketFlag+MemberStartMountPath) || !mounts(ctr) {
+					t.Fatalf("%s: gate args %q, mounts %+v: want %s%s with it mounted", c.Name, ctr.Args, ctr.VolumeMounts, MemberGateTicketFlag, MemberStartMountPath)
+				}
+			}
+		}
+		kept := StatefulSet(c, 3, o, nil, MemberGate{Image: "operator:old", HoldsForcedStart: true}).Spec.Template.Spec
+		if !slices.Equal(kept.Containers[0].Command, []string{"/usr/local/bin/etcd"}) {
+			t.Fatalf("%s: a kept gate without tickets: etcd command %q, want etcd's own", c.Name, kept.Containers[0].Command)
 		}
 	}
 }

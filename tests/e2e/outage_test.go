@@ -142,6 +142,7 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 		cm := &corev1.ConfigMap{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Name + "-config"}, cm)).To(Succeed())
 		Expect(cm.Data).NotTo(HaveKey("ETCD_FORCE_NEW_CLUSTER"), "--force-new-cluster is out of the configuration")
+		Expect(cm.Data).NotTo(HaveKey("FORCE_NEW_CLUSTER_MEMBER"), "the forced start's instruction is out of the configuration")
 		expectAgreement(c, 3)
 		before.Verify(c)
 		after.WaitProgress(20, time.Minute)
