@@ -57,8 +57,8 @@ var _ = Describe("An operator restarted with another --cluster-domain", func() {
 	})
 })
 
-var _ = Describe("An operator upgraded to other probe timings", func() {
-	It("keeps a running cluster's template: the timings come with the next roll, never cause one", func() {
+var _ = Describe("An operator upgraded to other probe settings", func() {
+	It("keeps a running cluster's template: the timings and paths come with the next roll, never cause one", func() {
 		ctx := context.Background()
 		c := newCluster(watchedNS)
 		createAndSettle(ctx, c)
@@ -67,8 +67,9 @@ var _ = Describe("An operator upgraded to other probe timings", func() {
 		version := sts.ResourceVersion
 
 		other := resources.DefaultOptions()
-		other.Probes = resources.ProbeTimings{StartupPeriod: 10, StartupTimeout: 5, StartupFailures: 60,
-			ReadinessPeriod: 5, ReadinessTimeout: 5, ReadinessFailures: 3}
+		other.Probes = resources.ProbeSettings{StartupPeriod: 10, StartupTimeout: 5, StartupFailures: 60,
+			ReadinessPeriod: 5, ReadinessTimeout: 5, ReadinessFailures: 3,
+			StartupPath: "/health?serializable=true&other", LivenessPath: "/health?serializable=false&other"}
 		r := &EtcdClusterReconciler{Client: k8sClient, Scheme: k8sClient.Scheme(), APIReader: k8sClient,
 			Recorder: &events.FakeRecorder{}, Options: other}
 		for range 3 {
@@ -76,6 +77,6 @@ var _ = Describe("An operator upgraded to other probe timings", func() {
 			Expect(err).NotTo(HaveOccurred())
 		}
 		Expect(k8sClient.Get(ctx, key(c.Namespace, resources.StatefulSetName(c)), sts)).To(Succeed())
-		Expect(sts.ResourceVersion).To(Equal(version), "the member template changed with the operator's probe timings alone")
+		Expect(sts.ResourceVersion).To(Equal(version), "the member template changed with the operator's probe settings alone")
 	})
 })

@@ -74,6 +74,8 @@ type EtcdClusterReconciler struct {
 	reported *conditionMemory
 	// unchanged remembers the managed objects last found as desired (apply.go); nil remembers none.
 	unchanged *noopCache
+	// recoveries remembers the NOSPACE recoveries under way (space.go).
+	recoveries recoveryMemory
 	// metrics holds the clusters' series the manager's metrics endpoint serves (metrics.go); nil exports none.
 	metrics *clusterCollector
 	// podMonitors reads PodMonitors from the manager's cache where the API server serves the kind when the
@@ -173,7 +175,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		decision: membership.Plan(obs.planInput(cluster, r.now(), r.healAfter())),
 		applied:  &appliedObjects{},
 	}
-	s.space, s.defrag = planMaintenance(cluster, obs)
+	s.space, s.defrag = planMaintenance(cluster, obs, r.recoveries.get(cluster.UID))
 
 	// 5. (deferred) Report, whatever happened in step 4.
 	defer func() { result, retErr = r.report(ctx, before, s, result, retErr) }()

@@ -216,11 +216,15 @@ func TestStatusReportsAlarms(t *testing.T) {
 }
 
 func TestHealthIgnoresOnlyTheNoSpaceAlarm(t *testing.T) {
-	if got := healthErrors([]string{"memberID:1 alarm:NOSPACE "}); len(got) != 0 {
+	if got := healthErrors(1, []string{"memberID:1 alarm:NOSPACE "}); len(got) != 0 {
 		t.Errorf("NOSPACE counted against a member: %v", got)
 	}
-	if got := healthErrors([]string{"memberID:1 alarm:CORRUPT ", "etcdserver: no leader"}); len(got) != 2 {
+	if got := healthErrors(1, []string{"memberID:1 alarm:CORRUPT ", "etcdserver: no leader"}); len(got) != 2 {
 		t.Errorf("errors %v: CORRUPT and no leader must count", got)
+	}
+	// etcd lists every member's alarms in every member's status: another member's CORRUPT is not this one's.
+	if got := healthErrors(2, []string{"memberID:1 alarm:CORRUPT ", "etcdserver: no leader"}); len(got) != 1 || got[0] != "etcdserver: no leader" {
+		t.Errorf("errors %v: another member's CORRUPT counted, or no leader not", got)
 	}
 }
 
@@ -280,7 +284,9 @@ func TestStatusKeepsMembersWhileEtcdCannotBeAsked(t *testing.T) {
 
 // TestMemberHealth: how a member that answered its status call is judged.
 func TestMemberHealth(t *testing.T) {
-	const noLeader, noSpace, corrupt = "etcdserver: no leader", "memberID:64 alarm:NOSPACE ", "memberID:64 alarm:CORRUPT "
+	// etcd writes the alarmed member's ID in decimal; the member judged is 100.
+	const noLeader, noSpace, corrupt = "etcdserver: no leader", "memberID:64 alarm:NOSPACE ", "memberID:100 alarm:CORRUPT "
+	const otherCorrupt = "memberID:64 alarm:CORRUPT "
 	for _, tc := range []struct {
 		name                  string
 		learner, ready        bool
@@ -296,6 +302,11 @@ func TestMemberHealth(t *testing.T) {
 		// Cut off long enough to fail readiness: unhealthy.
 		{"voter, not ready, knows no leader", false, false, []string{noLeader}, false, false},
 		{"voter, ready, corrupt", false, true, []string{corrupt, noLeader}, false, false},
+		{"voter, not ready, corrupt", false, false, []string{corrupt}, false, false},
+		// Another member's CORRUPT alarm fails every member's readiness: the status answer judges.
+		{"voter, not ready, another member corrupt", false, false, []string{otherCorrupt}, true, false},
+		{"voter, not ready, another member corrupt, knows no leader", false, false, []string{otherCorrupt, noLeader}, false, false},
+		{"voter, not ready, another member corrupt, itself too", false, false, []string{otherCorrupt, corrupt}, false, false},
 		{"learner, no errors", true, false, nil, true, false},
 		{"learner, knows no leader", true, false, []string{noLeader}, false, false},
 	} {

@@ -3,7 +3,6 @@ package maintenance
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/seedops/etcd-operator/internal/etcd"
 )
@@ -27,76 +26,22 @@ const (
 // Report is told of each action as it is done.
 type Report func(outcome, message string)
 
-// Apply takes step: a routine defragmentation or one of a sweep, a disarm, or the whole NOSPACE recovery
-// (RecoverSpace). Other kinds do nothing.
+// Apply takes step: one action, a routine defragmentation or one of a sweep or a recovery, a recovery's
+// compaction, or a disarm. Other kinds do nothing.
 func Apply(ctx context.Context, cl Cluster, step SpaceStep, report Report) error {
 	switch step.Kind {
-	case SpaceDefragment, SpaceSweepDefragment:
+	case SpaceDefragment, SpaceSweepDefragment, SpaceRecoverDefragment:
 		return defragment(ctx, cl, step.Member, report)
 	case SpaceDisarm:
 		return disarm(ctx, cl, step.Alarms, report)
 	case SpaceRecover:
-		return RecoverSpace(ctx, cl, step, report)
-	}
-	return nil
-}
-
-// RecoverSpace compacts at step.Revision, defragments every voter (followers by name, then the leader), and
-// disarms step.Alarms if every file is then below
-// step.LimitBytes. Each action is idempotent: after a crash the procedure runs again from the start. It
-// returns nil once every voter is defragmented, whether or not the alarm could be disarmed.
-func RecoverSpace(ctx context.Context, cl Cluster, step SpaceStep, report Report) error {
-	if err := cl.Voters.Compact(ctx, step.Revision); err != nil {
-		return err
-	}
-	report(Compacted, fmt.Sprintf("compacted the key-value history at revision %d", step.Revision))
-
-	voters := byName(slices.DeleteFunc(slices.Clone(cl.Members), func(m Member) bool { return m.Learner }))
-	leader, err := leaderOf(ctx, cl)
-	if err != nil {
-		return err
-	}
-	for _, m := range voters {
-		if m.ID != leader {
-			if err := defragment(ctx, cl, m, report); err != nil {
-				return err
-			}
-		}
-	}
-	for _, m := range voters {
-		if m.ID == leader {
-			if err := defragment(ctx, cl, m, report); err != nil {
-				return err
-			}
-		}
-	}
-
-	for _, m := range voters {
-		st, err := cl.Voters.Status(ctx, cl.Endpoint[m.ID])
-		if err != nil {
+		// Compacting at or below the compacted revision is not an error: a repeated step is harmless.
+		if err := cl.Voters.Compact(ctx, step.Revision); err != nil {
 			return err
 		}
-		if st.DBSize >= step.LimitBytes {
-			return nil // the plan says Blocked, with the sizes, on the next look
-		}
+		report(Compacted, fmt.Sprintf("compacted the key-value history at revision %d", step.Revision))
 	}
-	return disarm(ctx, cl, step.Alarms, report)
-}
-
-// leaderOf asks the members which one leads.
-func leaderOf(ctx context.Context, cl Cluster) (uint64, error) {
-	var lastErr error
-	for _, m := range byName(cl.Members) {
-		st, err := cl.Voters.Status(ctx, cl.Endpoint[m.ID])
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		if st.Leader != 0 {
-			return st.Leader, nil
-		}
-	}
-	return 0, fmt.Errorf("no member knows a leader: %w", lastErr)
+	return nil
 }
 
 func defragment(ctx context.Context, cl Cluster, m Member, report Report) error {

@@ -47,10 +47,13 @@ type spaceRun struct {
 	c         *etcdtest.Cluster
 	n         int
 	recovered int64
+	progress  maintenance.RecoveryProgress
+	// mostActions is the most actions one step took.
+	mostActions int
 }
 
 func (r *spaceRun) observe(ctx context.Context, cli etcd.Client) (maintenance.SpaceObserved, map[uint64]string) {
-	o := maintenance.SpaceObserved{QuotaBytes: quota, RecoveredRevision: r.recovered}
+	o := maintenance.SpaceObserved{QuotaBytes: quota, RecoveredRevision: r.recovered, Progress: r.progress}
 	alarms, err := cli.Alarms(ctx)
 	if err != nil {
 		r.t.Fatal(err)
@@ -113,11 +116,19 @@ func (r *spaceRun) run(ctx context.Context, plan func(maintenance.SpaceObserved)
 		idleSince = time.Time{}
 		r.t.Log(step.Reason)
 		cl := maintenance.Cluster{Voters: cli, Members: o.Members, Endpoint: endpoints}
+		before := len(done)
+		if step.Recovered > 0 {
+			r.recovered = step.Recovered
+		}
 		if err := maintenance.Apply(ctx, cl, step, report); err != nil {
 			r.t.Fatal(err)
 		}
-		if step.Kind == maintenance.SpaceRecover {
-			r.recovered = step.Revision
+		r.mostActions = max(r.mostActions, len(done)-before)
+		switch step.Kind {
+		case maintenance.SpaceRecover:
+			r.progress = maintenance.RecoveryProgress{Revision: step.Revision}
+		case maintenance.SpaceRecoverDefragment:
+			r.progress.Defragmented = append(r.progress.Defragmented, step.Member.ID)
 		}
 	}
 	r.t.Fatalf("no end after 100 steps: %v", done)
@@ -226,6 +237,38 @@ func TestNoSpaceFromOverwrittenKeysIsRecoveredWithoutRestarts(t *testing.T) {
 	}
 	if got := pids(c, 3); !slices.Equal(got, before) {
 		t.Fatalf("member processes %v, were %v: a member restarted", got, before)
+	}
+}
+
+// TestNoSpaceRecoveryTakesOneActionPerStep: a recovery is a series of steps of one action each (a
+// compaction, one member's defragmentation, the disarm), so that a reconcile never holds its worker for
+// more than one member's defragmentation; it still ends writable, the leader defragmented last.
+func TestNoSpaceRecoveryTakesOneActionPerStep(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := etcdtest.StartStatic(t, "steps", 3, map[string]string{"ETCD_QUOTA_BACKEND_BYTES": fmt.Sprint(quota)})
+	cli := c.Client(t, nil, 0, 1, 2)
+	fillUntilNoSpace(t, cli, func(int) string { return "/overwritten" })
+
+	run := &spaceRun{t: t, c: c, n: 3}
+	leaderBefore := run.leader(ctx)
+	steps := run.recover(ctx)
+	t.Logf("steps: %v", steps)
+	if run.mostActions != 1 {
+		t.Fatalf("a step took %d actions, want one each: %v", run.mostActions, steps)
+	}
+	want := []string{maintenance.Compacted}
+	for i := range 3 {
+		if name := c.MemberName(i); name != leaderBefore {
+			want = append(want, maintenance.Defragmented+" "+name)
+		}
+	}
+	want = append(want, maintenance.Defragmented+" "+leaderBefore, maintenance.AlarmDisarmed, "")
+	if !slices.Equal(steps, want) {
+		t.Fatalf("steps %v, want %v", steps, want)
+	}
+	if _, err := cli.Put(ctx, "/after", "writable"); err != nil {
+		t.Fatalf("write after recovery: %v", err)
 	}
 }
 

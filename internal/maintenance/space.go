@@ -1,10 +1,12 @@
 // Package maintenance decides the upkeep of a running cluster's database: recovery from etcd's NOSPACE alarm
-// (PlanSpace, RecoverSpace), routine defragmentation of files that hold many free pages
+// (PlanSpace, Apply), routine defragmentation of files that hold many free pages
 // (PlanDefragmentation), and sweeps that defragment every member in turn (PlanSweep, LatestScheduled).
 //
 // NOSPACE: once a member's database file reaches the space quota, etcd raises the alarm and refuses every
 // write in the cluster until it is disarmed, which takes a human at 3 a.m. unless the operator does it.
-// Recovery is one procedure (RecoverSpace), idempotent, so a restarted operator simply runs it again:
+// Recovery is a series of steps, one per reconcile (a defragmentation may take minutes, and a reconcile
+// holds a worker shared with every other cluster); each is idempotent, and the progress between them
+// (RecoveryProgress) is the operator's memory only, so a restarted operator starts again from step 1:
 //  1. compact the key-value history at the current revision;
 //  2. defragment every voter, one at a time: followers by name, then the leader (a member serves nothing
 //     while it defragments: the leader's pause stalls every write, so it comes once, last; moving its
@@ -54,8 +56,20 @@ type SpaceObserved struct {
 	// RecoveredRevision is the revision of the operator's last complete recovery: compacted there, and every
 	// voter defragmented after (0 if never).
 	RecoveredRevision int64
-	// QuotaBytes is the space quota the members run with.
+	// QuotaBytes is the space quota the members run with (the smallest, if they differ).
 	QuotaBytes int64
+	// Progress is how far the recovery under way has come.
+	Progress RecoveryProgress
+	// QuotaAdvice says how a human raises the quota, for the Blocked reason ("raise the space quota" if
+	// empty).
+	QuotaAdvice string
+}
+
+// RecoveryProgress is a recovery under way: compacted at Revision (0: not yet), and the voters defragmented
+// since.
+type RecoveryProgress struct {
+	Revision     int64
+	Defragmented []uint64
 }
 
 // SpaceStepKind names a maintenance step.
@@ -66,8 +80,10 @@ const (
 	SpaceNone SpaceStepKind = ""
 	// SpaceWait: NOSPACE recovery is due but must wait (Reason says for what).
 	SpaceWait SpaceStepKind = "Wait"
-	// SpaceRecover: run RecoverSpace at Revision.
+	// SpaceRecover: compact at Revision, the first step of a recovery.
 	SpaceRecover SpaceStepKind = "Recover"
+	// SpaceRecoverDefragment: defragment Member, a step of the recovery compacted at Revision.
+	SpaceRecoverDefragment SpaceStepKind = "RecoverDefragment"
 	// SpaceDisarm: a recovery at the current revision is complete and every file is small: disarm Alarms.
 	SpaceDisarm SpaceStepKind = "Disarm"
 	// SpaceBlocked: a recovery at the current revision is complete and the data still fills the quota.
@@ -81,11 +97,14 @@ const (
 // SpaceStep is the next maintenance step.
 type SpaceStep struct {
 	Kind     SpaceStepKind
-	Revision int64        // SpaceRecover
-	Member   Member       // SpaceDefragment
+	Revision int64        // SpaceRecover, SpaceRecoverDefragment
+	Member   Member       // SpaceDefragment, SpaceRecoverDefragment
 	Alarms   []etcd.Alarm // SpaceRecover, SpaceDisarm: the NOSPACE alarms
 	// LimitBytes is the file size every member must be below for the alarm to be disarmed.
 	LimitBytes int64
+	// Recovered, on SpaceDisarm and SpaceBlocked, is the revision of the recovery that has just completed
+	// (recorded as RecoveredRevision from then on); 0 if it was recorded before.
+	Recovered int64
 	// Reason says why, for status and events.
 	Reason string
 }
@@ -114,21 +133,56 @@ func PlanSpace(o SpaceObserved) SpaceStep {
 		}
 	}
 	limit := o.QuotaBytes * disarmBelowPercent / 100
+	var recovered int64
 	if o.RecoveredRevision < o.Revision {
-		return SpaceStep{Kind: SpaceRecover, Revision: o.Revision, Alarms: noSpace, LimitBytes: limit,
-			Reason: fmt.Sprintf("NOSPACE: compacting at revision %d, defragmenting every member, then disarming", o.Revision)}
+		if o.Progress.Revision != o.Revision {
+			return SpaceStep{Kind: SpaceRecover, Revision: o.Revision, Alarms: noSpace, LimitBytes: limit,
+				Reason: fmt.Sprintf("NOSPACE: compacting at revision %d, then defragmenting every member and disarming", o.Revision)}
+		}
+		if m, leader, ok := nextToDefragment(o.Members, o.Progress.Defragmented); ok {
+			why := fmt.Sprintf("NOSPACE: compacted at revision %d; defragmenting member %s", o.Revision, m.Name)
+			if leader {
+				why += ", the leader, last"
+			}
+			return SpaceStep{Kind: SpaceRecoverDefragment, Revision: o.Revision, Member: m, Alarms: noSpace, LimitBytes: limit, Reason: why}
+		}
+		recovered = o.Revision
+	}
+	advice := o.QuotaAdvice
+	if advice == "" {
+		advice = "raise the space quota"
 	}
 	for _, m := range o.Members {
 		if m.DBSize >= limit {
-			return SpaceStep{Kind: SpaceBlocked, Reason: fmt.Sprintf(
+			return SpaceStep{Kind: SpaceBlocked, Recovered: recovered, Reason: fmt.Sprintf(
 				"NOSPACE: member %s holds %s of data after compaction and defragmentation, above %d%% of the %s quota: "+
-					"delete keys (etcd accepts deletes under NOSPACE), or grow spec.storageSize (the quota follows it), "+
-					"then the operator compacts, defragments and disarms the alarm", m.Name, mib(m.DBSizeInUse), disarmBelowPercent, mib(o.QuotaBytes))}
+					"delete keys (etcd accepts deletes under NOSPACE), or %s, "+
+					"then the operator compacts, defragments and disarms the alarm", m.Name, mib(m.DBSizeInUse), disarmBelowPercent, mib(o.QuotaBytes), advice)}
 		}
 	}
-	return SpaceStep{Kind: SpaceDisarm, Alarms: noSpace, Reason: fmt.Sprintf(
+	return SpaceStep{Kind: SpaceDisarm, Alarms: noSpace, Recovered: recovered, Reason: fmt.Sprintf(
 		"NOSPACE: every member's database is below %d%% of the %s quota after compaction and defragmentation: disarming the alarm",
 		disarmBelowPercent, mib(o.QuotaBytes))}
+}
+
+// nextToDefragment is the next voter of a recovery not in done: followers by name, then the leader (a
+// member serves nothing while it defragments: the leader's pause stalls every write, so it comes once,
+// last). ok is false once every voter is done.
+func nextToDefragment(members []Member, done []uint64) (m Member, leader, ok bool) {
+	var last *Member
+	for _, v := range byName(members) {
+		switch {
+		case v.Learner || slices.Contains(done, v.ID):
+		case v.Leader:
+			last = &v
+		default:
+			return v, false, true
+		}
+	}
+	if last != nil {
+		return *last, true, true
+	}
+	return Member{}, false, false
 }
 
 // DefragPolicy is when a member's database is defragmented routinely (spec.defragmentation).

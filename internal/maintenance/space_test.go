@@ -1,6 +1,7 @@
 package maintenance
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -102,5 +103,49 @@ func TestPlanDefragmentation(t *testing.T) {
 				t.Fatalf("step %s %s, want Defragment %s", got.Kind, got.Member.Name, tc.want)
 			}
 		})
+	}
+}
+
+// TestPlanSpaceTakesOneStepAtATime: a recovery is a compaction, then one voter's defragmentation per step
+// (followers by name, the leader last), then the disarm, which says the recovery completed.
+func TestPlanSpaceTakesOneStepAtATime(t *testing.T) {
+	noSpace := []etcd.Alarm{{MemberID: 1, Type: etcd.AlarmNoSpace}}
+	members := []Member{
+		{ID: 1, Name: "a-0", Answered: true, Healthy: true, DBSize: 5 * mi},
+		{ID: 2, Name: "a-1", Answered: true, Healthy: true, Leader: true, DBSize: 5 * mi},
+		{ID: 3, Name: "a-2", Answered: true, Healthy: true, DBSize: 5 * mi},
+	}
+	o := SpaceObserved{Members: members, Alarms: noSpace, Revision: 9, RecoveredRevision: 4, QuotaBytes: 100 * mi}
+	var got []string
+	for range 10 {
+		step := PlanSpace(o)
+		if step.Kind == SpaceDisarm {
+			if step.Recovered != 9 {
+				t.Fatalf("disarm after the recovery at revision 9 says it recovered %d", step.Recovered)
+			}
+			break
+		}
+		switch step.Kind {
+		case SpaceRecover:
+			got = append(got, "compact")
+			o.Progress = RecoveryProgress{Revision: step.Revision}
+		case SpaceRecoverDefragment:
+			if step.Revision != 9 || step.LimitBytes != 80*mi {
+				t.Fatalf("step %+v: want revision 9, below 80%% of the quota", step)
+			}
+			got = append(got, step.Member.Name)
+			o.Progress.Defragmented = append(o.Progress.Defragmented, step.Member.ID)
+		default:
+			t.Fatalf("step %q (%s) in the middle of a recovery", step.Kind, step.Reason)
+		}
+	}
+	if want := []string{"compact", "a-0", "a-2", "a-1"}; !slices.Equal(got, want) {
+		t.Fatalf("steps %v, want %v", got, want)
+	}
+
+	// Progress of another revision (keys deleted since) counts for nothing: compact again.
+	o.Revision = 12
+	if step := PlanSpace(o); step.Kind != SpaceRecover || step.Revision != 12 {
+		t.Fatalf("step %q at %d after the revision moved, want a compaction at 12", step.Kind, step.Revision)
 	}
 }

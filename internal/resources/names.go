@@ -55,31 +55,42 @@ type Options struct {
 	RelatedImages map[string]string
 	// OperatorNamespace is where the operator runs (its NetworkPolicy peer); empty allows any namespace.
 	OperatorNamespace string
-	// Probes are the etcd container's probe timings (zero: DefaultProbeTimings).
-	Probes ProbeTimings
+	// Probes are the etcd container's probe settings (zero: DefaultProbeSettings).
+	Probes ProbeSettings
 }
 
-// ProbeTimings are the etcd container's probe periods, timeouts (seconds) and failure thresholds. A running
-// cluster keeps the timings its template has until it rolls anyway: new timings alone would restart every
-// member of every cluster on an operator upgrade.
-type ProbeTimings struct {
+// ProbeSettings are the etcd container's probe periods, timeouts (seconds) and failure thresholds, and the
+// paths of its startup and liveness probes. A running cluster keeps the settings its template has until it
+// rolls anyway: new settings alone would restart every member of every cluster on an operator upgrade.
+type ProbeSettings struct {
 	StartupPeriod, StartupTimeout, StartupFailures       int32
 	ReadinessPeriod, ReadinessTimeout, ReadinessFailures int32
+	StartupPath, LivenessPath                            string
 }
 
-// DefaultProbeTimings probe every second, so a started member is seen within a second (scaling, healing and
+// DefaultProbeSettings probe every second, so a started member is seen within a second (scaling, healing and
 // rolling wait for it), with the budgets kept in time: 10 min to start (a large database loads), and 15 s
 // of failed readiness before a member leaves the client Service. A timeout longer than the period would
 // stretch them: a member that lost quorum does not answer /readyz at all, so each failure takes the
 // whole timeout.
-func DefaultProbeTimings() ProbeTimings {
-	return ProbeTimings{StartupPeriod: 1, StartupTimeout: 1, StartupFailures: 600,
-		ReadinessPeriod: 1, ReadinessTimeout: 1, ReadinessFailures: 15}
+func DefaultProbeSettings() ProbeSettings {
+	return ProbeSettings{StartupPeriod: 1, StartupTimeout: 1, StartupFailures: 600,
+		ReadinessPeriod: 1, ReadinessTimeout: 1, ReadinessFailures: 15,
+		StartupPath: StartupProbePath, LivenessPath: LivenessProbePath}
 }
 
-func (o Options) probes() ProbeTimings {
-	if o.Probes == (ProbeTimings{}) {
-		return DefaultProbeTimings()
+// The startup and liveness probes' paths. etcd fails /health on every member for an alarm raised against any
+// one: CORRUPT is excluded where a failure restarts the member, which would restart them all and cure
+// nothing; liveness uses a serializable check so that losing quorum does not make the kubelet kill healthy
+// members.
+const (
+	StartupProbePath  = "/health?exclude=CORRUPT&serializable=true"
+	LivenessProbePath = "/health?exclude=NOSPACE&exclude=CORRUPT&serializable=true"
+)
+
+func (o Options) probes() ProbeSettings {
+	if o.Probes == (ProbeSettings{}) {
+		return DefaultProbeSettings()
 	}
 	return o.Probes
 }

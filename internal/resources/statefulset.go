@@ -78,6 +78,9 @@ func podTemplate(c *etcdv1alpha1.EtcdCluster, o Options, restore *RestoreSource,
 	// The gate runs first, so it judges the directory as the pod found it; the restore only fills the
 	// empty directory of a bootstrapping member, which the gate lets through at once.
 	if gate.Image != "" {
+		if gate.ForcedStartTicket {
+			withForcedStartTicket(spec, &spec.Containers[0])
+		}
 		init := memberGateInitContainer(c, &spec.Containers[0], gate)
 		if restore != nil && restore.Recovery != "" {
 			init.WithEnv(corev1ac.EnvVar().WithName(membergate.EnvRestoreRecovery).WithValue(restore.Recovery),
@@ -146,10 +149,10 @@ func etcdContainer(c *etcdv1alpha1.EtcdCluster, o Options, learnerAwareReadiness
 		).
 		WithVolumeMounts(corev1ac.VolumeMount().WithName(DataVolumeName).WithMountPath(DataMountPath)).
 		WithResources(resourceRequirements(c)).
-		// Startup allows a large database to load; liveness uses a serializable check so that losing
-		// quorum does not make the kubelet kill healthy members; readiness needs quorum.
-		WithStartupProbe(healthProbe("/health?serializable=true", probes.StartupPeriod, probes.StartupTimeout, probes.StartupFailures)).
-		WithLivenessProbe(healthProbe("/health?exclude=NOSPACE&serializable=true", 10, 5, 6)).
+		// Startup allows a large database to load; liveness does not need quorum (StartupProbePath,
+		// LivenessProbePath); readiness needs quorum.
+		WithStartupProbe(healthProbe(probes.StartupPath, probes.StartupPeriod, probes.StartupTimeout, probes.StartupFailures)).
+		WithLivenessProbe(healthProbe(probes.LivenessPath, 10, 5, 6)).
 		WithReadinessProbe(readiness).
 		WithSecurityContext(corev1ac.SecurityContext().
 			WithAllowPrivilegeEscalation(false).
