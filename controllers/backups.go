@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
@@ -117,6 +118,19 @@ func jobFailureMessage(j *batchv1.Job) string {
 	return "job failed"
 }
 
+// backupOfCluster reports whether a backup recorded as taken of the cluster with UID uid, and started at
+// started, is one of c's. Names are not enough: a cluster deleted and created again under its name is
+// another cluster, and its predecessor's backups (whose EtcdBackups and on-demand Jobs outlive it) must
+// neither appear in its status nor be restored into it. A backup without the record (taken by an operator
+// that did not write it) counts only when it started after c was created, which none of a predecessor's can
+// have; a backup started within the second c was created is not counted.
+func backupOfCluster(c *etcdv1alpha1.EtcdCluster, uid types.UID, started *metav1.Time) bool {
+	if uid != "" {
+		return uid == c.UID
+	}
+	return started != nil && started.After(c.CreationTimestamp.Time)
+}
+
 // observeBackups lists the cluster's finished backup Jobs (scheduled and on-demand), oldest first.
 func (r *EtcdClusterReconciler) observeBackups(ctx context.Context, c *etcdv1alpha1.EtcdCluster) ([]backupRun, error) {
 	jobs := &batchv1.JobList{}
@@ -127,6 +141,9 @@ func (r *EtcdClusterReconciler) observeBackups(ctx context.Context, c *etcdv1alp
 	var runs []backupRun
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
+		if !backupOfCluster(c, types.UID(j.Labels[resources.LabelClusterUID]), &j.CreationTimestamp) {
+			continue
+		}
 		done, ok, at := jobFinished(j)
 		if !done {
 			continue

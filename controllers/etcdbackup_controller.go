@@ -103,6 +103,7 @@ func (r *EtcdBackupReconciler) reconcile(ctx context.Context, b *etcdv1alpha1.Et
 	if b.Status.JobName == "" { // status lost after the Job was created
 		b.Status.JobName, b.Status.Destination = job.Name, &dest
 		b.Status.StartTime = &job.CreationTimestamp
+		b.Status.ClusterUID = types.UID(job.Labels[resources.LabelClusterUID])
 	}
 
 	// 4. Progress or result.
@@ -140,6 +141,7 @@ func (r *EtcdBackupReconciler) startJob(ctx context.Context, b *etcdv1alpha1.Etc
 	}
 	now := metav1.Now()
 	b.Status.JobName, b.Status.StartTime, b.Status.Destination = resources.BackupJobName(b), &now, &dest
+	b.Status.ClusterUID = c.UID
 	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, ReasonBackupStarted, "Backup", "backing up EtcdCluster %s with Job %s", c.Name, b.Status.JobName)
 	logf.FromContext(ctx).Info("backup started", "cluster", c.Name, "job", b.Status.JobName)
 	return nil

@@ -115,34 +115,36 @@ func (r *EtcdClusterReconciler) urlsFor(o resources.Options) MemberURLs {
 // clusterOptions are the operator's options with the DNS domain the cluster's members were created under,
 // read from the StatefulSet's template (or, while it is being replaced, from a member pod). A formed
 // cluster's names are part of its identity (the peer URLs etcd has registered, the names its certificates
-// carry), so a changed --cluster-domain applies to new clusters only. The template's probe timings are
+// carry), so a changed --cluster-domain applies to new clusters only. The template's probe settings are
 // kept too while its etcd image is the desired one: they change with the next roll, never cause one.
 func clusterOptions(base resources.Options, c *etcdv1alpha1.EtcdCluster, sts *appsv1.StatefulSet, pods []corev1.Pod) resources.Options {
 	if spec := memberPodSpec(sts, pods); spec != nil {
 		if domain := advertisedDomain(spec); domain != "" {
 			base.ClusterDomain = domain
 		}
-		if t, ok := templateProbeTimings(spec, resources.Image(c, base)); ok {
+		if t, ok := templateProbes(spec, resources.Image(c, base)); ok {
 			base.Probes = t
 		}
 	}
 	return base
 }
 
-// templateProbeTimings are the probe timings of the spec's etcd container when it runs image and has the
-// startup and readiness probes the operator sets.
-func templateProbeTimings(spec *corev1.PodSpec, image string) (resources.ProbeTimings, bool) {
+// templateProbes are the probe settings of the spec's etcd container when it runs image and has the
+// startup, liveness and readiness probes the operator sets.
+func templateProbes(spec *corev1.PodSpec, image string) (resources.ProbeSettings, bool) {
 	for _, ctr := range spec.Containers {
-		if ctr.Name != "etcd" || ctr.Image != image || ctr.StartupProbe == nil || ctr.ReadinessProbe == nil {
+		if ctr.Name != "etcd" || ctr.Image != image || ctr.StartupProbe == nil || ctr.ReadinessProbe == nil ||
+			ctr.LivenessProbe == nil || ctr.StartupProbe.HTTPGet == nil || ctr.LivenessProbe.HTTPGet == nil {
 			continue
 		}
-		return resources.ProbeTimings{
+		return resources.ProbeSettings{
 			StartupPeriod: ctr.StartupProbe.PeriodSeconds, StartupTimeout: ctr.StartupProbe.TimeoutSeconds,
 			StartupFailures: ctr.StartupProbe.FailureThreshold, ReadinessPeriod: ctr.ReadinessProbe.PeriodSeconds,
 			ReadinessTimeout: ctr.ReadinessProbe.TimeoutSeconds, ReadinessFailures: ctr.ReadinessProbe.FailureThreshold,
+			StartupPath: ctr.StartupProbe.HTTPGet.Path, LivenessPath: ctr.LivenessProbe.HTTPGet.Path,
 		}, true
 	}
-	return resources.ProbeTimings{}, false
+	return resources.ProbeSettings{}, false
 }
 
 // memberPodSpec is the pod spec the cluster's members run: the StatefulSet's template, or, while the
@@ -253,6 +255,9 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 			obs.pvcByOrdinal[ord] = pvc
 		}
 	}
+	if err := r.confirmMissingClaims(ctx, c, &obs); err != nil {
+		return obs, err
+	}
 
 	if r.Dialer != nil && len(obs.pods) > 0 {
 		obs.etcdErr = r.observeEtcd(ctx, c, &obs)
@@ -334,14 +339,16 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, c *etcdv1alpha1
 }
 
 // memberHealth judges a member that answered its status call. It is healthy when it answers without errors
-// (but NOSPACE, the cluster's) and its pod passes readiness (which needs quorum); a learner cannot pass
+// (but NOSPACE, the cluster's, and another member's CORRUPT) and its pod passes readiness (which needs
+// quorum; another member's CORRUPT fails every member's, and then the answer alone judges); a learner cannot pass
 // readiness, so answering is enough. A ready voter that says only that it knows no leader is electing:
 // the cluster is choosing a leader (one stalled by its own defragmentation was voted out, one restarted),
 // which takes a second or two and is no member's fault. Its readiness, which fails only after a leader
 // has been missing for its whole failure budget, tells an election from a member cut off for good, so
 // status reports it by that; the operator changes nothing while a member is not healthy.
 func memberHealth(m etcd.Member, st etcd.EndpointStatus, ready bool) (healthy, electing bool) {
-	errs := healthErrors(st.Errors)
+	errs := healthErrors(m.ID, st.Errors)
+	ready = ready || corruptElsewhere(m.ID, st.Errors) && len(errs) == 0
 	return len(errs) == 0 && (m.IsLearner || ready), !m.IsLearner && ready && etcd.AwaitsLeader(errs)
 }
 

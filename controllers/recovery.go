@@ -2,11 +2,14 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,9 +26,10 @@ type recoveryBackup struct {
 	finished time.Time
 }
 
-// recoveryBackups are the cluster's snapshots a restore can read: its Succeeded EtcdBackups, and the last
-// successful backup status reports (a scheduled one, on the cluster's backup destination). Listed only
-// when the spec allows a recovery from a backup or one is under way.
+// recoveryBackups are the cluster's snapshots a restore can read: its Succeeded EtcdBackups (its own, not a
+// deleted namesake's: backupOfCluster), and the last successful backup status reports (a scheduled one, on
+// the cluster's backup destination). Listed only when the spec allows a recovery from a backup or one is
+// under way.
 func (r *EtcdClusterReconciler) recoveryBackups(ctx context.Context, c *etcdv1alpha1.EtcdCluster, restoring *membership.RestoreRecovery) ([]recoveryBackup, error) {
 	if c.Spec.Recovery.QuorumLoss != etcdv1alpha1.QuorumLossFromBackup && restoring == nil {
 		return nil, nil
@@ -38,7 +42,8 @@ func (r *EtcdClusterReconciler) recoveryBackups(ctx context.Context, c *etcdv1al
 	for i := range list.Items {
 		b := &list.Items[i]
 		st := b.Status
-		if b.Spec.ClusterName != c.Name || st.Phase != etcdv1alpha1.BackupSucceeded || st.Destination == nil || st.Key == "" || st.CompletionTime == nil {
+		if b.Spec.ClusterName != c.Name || st.Phase != etcdv1alpha1.BackupSucceeded || st.Destination == nil || st.Key == "" || st.CompletionTime == nil ||
+			!backupOfCluster(c, st.ClusterUID, st.StartTime) {
 			continue
 		}
 		out = append(out, recoveryBackup{Backup: membership.Backup{Location: st.Location, Revision: st.Revision},
@@ -48,6 +53,34 @@ func (r *EtcdClusterReconciler) recoveryBackups(ctx context.Context, c *etcdv1al
 		out = append(out, b)
 	}
 	return out, nil
+}
+
+// confirmMissingClaims reads live, by name, the claim of each voter status last recorded that the cache
+// does not hold, while quorum-loss recovery may act: recovery counts a voter without a claim as one whose
+// data is gone, and the cache holds only claims with the operator's label. A claim created without it (by a
+// user, ahead of the StatefulSet) is still the member's volume, and missing it would turn an outage into
+// a recovery that discards the majority's data.
+func (r *EtcdClusterReconciler) confirmMissingClaims(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation) error {
+	q := c.Spec.Recovery.QuorumLoss
+	avail := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable)
+	if q != etcdv1alpha1.QuorumLossFromSurvivor && q != etcdv1alpha1.QuorumLossFromBackup ||
+		avail == nil || avail.Status != metav1.ConditionFalse || avail.Reason != ReasonQuorumLost {
+		return nil // as recoverQuorum: it acts only on a recorded loss of quorum
+	}
+	for _, m := range c.Status.Members {
+		ord := resources.MemberOrdinal(c, m.Name)
+		if ord < 0 || m.ID == "" || m.Learner || m.Unknown || obs.pvcByOrdinal[ord] != nil {
+			continue
+		}
+		pvc := &corev1.PersistentVolumeClaim{}
+		switch err := r.liveReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.DataVolumeName + "-" + m.Name}, pvc); {
+		case err == nil:
+			obs.pvcByOrdinal[ord] = pvc
+		case !apierrors.IsNotFound(err):
+			return fmt.Errorf("read claim of member %s: %w", m.Name, err)
+		}
+	}
+	return nil
 }
 
 // lastReportedBackup is status's last successful backup, when its location is on the cluster's backup

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // EtcdBackupSpec asks for one backup of an EtcdCluster, now.
@@ -40,6 +41,10 @@ type EtcdBackupStatus struct {
 	// JobName is the Job that takes the backup.
 	// +optional
 	JobName string `json:"jobName,omitempty"`
+	// ClusterUID is the UID of the EtcdCluster the backup was taken of, recorded when its Job is created: a
+	// later cluster of the same name counts only its own backups, never a deleted predecessor's.
+	// +optional
+	ClusterUID types.UID `json:"clusterUID,omitempty"`
 	// Location of the snapshot: pvc://<claim>/<key> or s3://<bucket>/<key>.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Location",xDescriptors={"urn:alm:descriptor:text"}

@@ -21,6 +21,9 @@ const (
 	LabelBackupKind = "etcd.seedops.io/backup-kind"
 	// LabelBackupName names the EtcdBackup an on-demand Job runs for.
 	LabelBackupName = "etcd.seedops.io/backup"
+	// LabelClusterUID is the UID of the EtcdCluster a backup Job backs up: a cluster created later under the
+	// same name counts only its own runs.
+	LabelClusterUID = "etcd.seedops.io/cluster-uid"
 
 	BackupKindScheduled = "scheduled"
 	BackupKindOnDemand  = "on-demand"
@@ -192,6 +195,7 @@ func backupPodSpec(c *etcdv1alpha1.EtcdCluster, d etcdv1alpha1.BackupDestination
 func backupLabels(c *etcdv1alpha1.EtcdCluster, kind, backupName string) map[string]string {
 	l := Labels(c, ComponentBackup)
 	l[LabelBackupKind] = kind
+	l[LabelClusterUID] = string(c.UID)
 	if backupName != "" {
 		l[LabelBackupName] = backupName
 	}
@@ -289,17 +293,20 @@ func restoreInitContainer(c *etcdv1alpha1.EtcdCluster, etcd *corev1ac.ContainerA
 
 // RestoreFailure says why a member's restore init container failed, if one did: the error of the JSON result
 // it writes as its termination message (cmd/backup.go), or the message as written (a log tail when it wrote
-// none).
+// none). The current termination decides when there is one: a restore that succeeded on a retry has not
+// failed, whatever the attempt before it did. Otherwise the last one does, where a failure waits while the
+// kubelet backs off or retries.
 func RestoreFailure(pods []corev1.Pod) string {
 	for i := range pods {
 		for _, cs := range pods[i].Status.InitContainerStatuses {
 			if cs.Name != RestoreContainerName {
 				continue
 			}
-			for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
-				if t == nil || t.ExitCode == 0 {
-					continue
-				}
+			t := cs.State.Terminated
+			if t == nil {
+				t = cs.LastTerminationState.Terminated
+			}
+			if t != nil && t.ExitCode != 0 {
 				msg := strings.TrimSpace(t.Message)
 				var res struct {
 					Error string `json:"error"`
