@@ -98,9 +98,8 @@ func cachedForm(obj client.Object, scheme *runtime.Scheme) (client.Object, error
 }
 
 // readMemberPodSpec is what the operator reads of a member pod spec, from the StatefulSet's template or a
-// member pod: each container's name, image, environment, arguments and startup and readiness probes (the
-// member gate and its marks, the restore step's recovery, the etcd image, the advertised URLs and the probe
-// timings). Everything else of a cached spec is dropped. The operator never writes a cached object back: it
+// member pod: each container's name, image, environment, arguments and probes (the member gate and its
+// marks, the restore step's recovery, the etcd image, the advertised URLs and the probe settings). Everything else of a cached spec is dropped. The operator never writes a cached object back: it
 // applies the objects it builds and compares them on a live read (applyIfChanged).
 func readMemberPodSpec(spec corev1.PodSpec) corev1.PodSpec {
 	keep := func(cs []corev1.Container) []corev1.Container {
@@ -110,7 +109,7 @@ func readMemberPodSpec(spec corev1.PodSpec) corev1.PodSpec {
 		out := make([]corev1.Container, len(cs))
 		for i, c := range cs {
 			out[i] = corev1.Container{Name: c.Name, Image: c.Image, Env: c.Env, Args: c.Args,
-				StartupProbe: c.StartupProbe, ReadinessProbe: c.ReadinessProbe}
+				StartupProbe: c.StartupProbe, LivenessProbe: c.LivenessProbe, ReadinessProbe: c.ReadinessProbe}
 		}
 		return out
 	}
