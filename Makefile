@@ -1,7 +1,7 @@
 # etcd-operator Makefile. Every tool is pinned and built into ./bin from the Go module proxy on first use;
 # no target downloads anything else.
 
-VERSION ?= 0.2.0
+VERSION ?= 0.3.0
 IMAGE_TAG_BASE ?= ghcr.io/seedops/etcd-operator
 IMG ?= $(IMAGE_TAG_BASE):v$(VERSION)
 BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
@@ -81,7 +81,8 @@ CONTROLLER_GEN_PATHS ?= ./api/...;./controllers/...
 # changed: a file is never half-written while a concurrent reader (envtest loading the CRDs, kustomize, a Go
 # build) reads it, and an unchanged file keeps its time.
 .PHONY: manifests
-manifests: controller-gen | $(LOCALBIN) ## Generate CRDs and RBAC from markers.
+manifests: controller-gen | $(LOCALBIN) ## Generate CRDs and RBAC from markers (api/v1alpha1's types copied from api/v1beta1's first).
+	@hack/api-copy.sh
 	@tmp=$$(mktemp -d $(LOCALBIN)/manifests.XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="$(CONTROLLER_GEN_PATHS)" \
 		output:crd:artifacts:config=$$tmp/crd output:rbac:artifacts:config=$$tmp/rbac && \
@@ -89,7 +90,8 @@ manifests: controller-gen | $(LOCALBIN) ## Generate CRDs and RBAC from markers.
 	{ cmp -s $$tmp/rbac/role.yaml config/rbac/role.yaml || mv $$tmp/rbac/role.yaml config/rbac/; }
 
 .PHONY: generate
-generate: controller-gen | $(LOCALBIN) ## Generate DeepCopy methods (as manifests: renamed into place when changed).
+generate: controller-gen | $(LOCALBIN) ## Generate api/v1alpha1's types from api/v1beta1's, then DeepCopy methods (as manifests: renamed into place when changed).
+	@hack/api-copy.sh
 	@tmp=$$(mktemp -d $(LOCALBIN)/generate.XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
 	for pkg in $$(go list -f '{{.Dir}}' ./api/...); do dir=$${pkg#$(CURDIR)/}; \
 		$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./$$dir" output:object:dir=$$tmp/$$dir && \

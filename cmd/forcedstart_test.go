@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/etcdtest"
 	"github.com/seedops/etcd-operator/internal/membergate"
 	"github.com/seedops/etcd-operator/internal/membership"
@@ -121,8 +121,8 @@ func TestForcedStartReachesOnlyTheNamedMember(t *testing.T) {
 	pod1 := newMemberPod(t, c, 1, "pod-1") // running since before the instruction
 
 	// The configuration the operator writes before it deletes member 0's pod (forceConfig).
-	cluster := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "forced", Namespace: "ns", UID: "u"},
-		Spec: etcdv1alpha1.EtcdClusterSpec{Version: "3.5.35", StorageSize: resource.MustParse("1Gi"), TLS: etcdv1alpha1.TLSSpec{Enabled: new(bool)}}}
+	cluster := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "forced", Namespace: "ns", UID: "u"},
+		Spec: etcdv1beta1.EtcdClusterSpec{Version: "3.5.35", StorageSize: resource.MustParse("1Gi"), TLS: etcdv1beta1.TLSSpec{Enabled: new(bool)}}}
 	config := resources.ConfigMap(cluster, resources.MemberConfig{InitialCluster: c.InitialCluster([]int{0}),
 		InitialClusterState: membership.StateExisting,
 		ForceNewCluster:     &membership.ForceNewCluster{Member: c.MemberName(0), OldPod: "pod-0-old"}}).Data

@@ -19,7 +19,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 )
 
 // FieldOwner is the server-side apply field manager of everything this operator writes.
@@ -96,7 +96,7 @@ func applyIfChanged[O client.Object, A any](ctx context.Context, ap objectApplie
 
 // deleteOwned deletes the object of obj's type named name when the cluster controls it, for a spec that no
 // longer asks for it; what names the object in errors and the Deleted event, why says why it went.
-func (r *EtcdClusterReconciler) deleteOwned(ctx context.Context, c *etcdv1alpha1.EtcdCluster, kind client.Object, name, what, why string) error {
+func (r *EtcdClusterReconciler) deleteOwned(ctx context.Context, c *etcdv1beta1.EtcdCluster, kind client.Object, name, what, why string) error {
 	obj, err := cachedForm(kind, r.Client.Scheme())
 	if err != nil {
 		return err
@@ -244,7 +244,7 @@ func (l *appliedObjects) add(ctx context.Context, changed bool, kind, name strin
 const maxEventNote = 1024
 
 // record emits the reconcile's one Applied event, if any apply changed something.
-func (l *appliedObjects) record(rec recorder.EventRecorder, c *etcdv1alpha1.EtcdCluster) {
+func (l *appliedObjects) record(rec recorder.EventRecorder, c *etcdv1beta1.EtcdCluster) {
 	if len(l.names) == 0 {
 		return
 	}

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
@@ -25,7 +25,7 @@ const rootPasswordKey = "password"
 // authRetry is how often a missing or incomplete password Secret (not watched) is looked for again.
 const authRetry = 15 * time.Second
 
-func rootPasswordSecretName(c *etcdv1alpha1.EtcdCluster) string {
+func rootPasswordSecretName(c *etcdv1beta1.EtcdCluster) string {
 	if c.Spec.Auth.RootPasswordSecretName != "" {
 		return c.Spec.Auth.RootPasswordSecretName
 	}
@@ -74,7 +74,7 @@ func (r *EtcdClusterReconciler) reconcileAuth(ctx context.Context, s *reconcileS
 
 // rootPassword reads the root password from the user's Secret, or from the operator's own Secret, which
 // it creates with a random password the first time.
-func (r *EtcdClusterReconciler) rootPassword(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (string, error) {
+func (r *EtcdClusterReconciler) rootPassword(ctx context.Context, c *etcdv1beta1.EtcdCluster) (string, error) {
 	name := rootPasswordSecretName(c)
 	var reader client.Reader = r.Client
 	if c.Spec.Auth.RootPasswordSecretName != "" {

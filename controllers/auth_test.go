@@ -14,16 +14,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
 // authCluster is a TLS cluster with authentication on; rootSecret names the user's password Secret ("" for
 // the operator's own).
-func authCluster(rootSecret string) *etcdv1alpha1.EtcdCluster {
-	return &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "u"},
-		Spec: etcdv1alpha1.EtcdClusterSpec{Version: "3.5.35", Replicas: 3, TLS: etcdv1alpha1.TLSSpec{Enabled: ptr.To(true)},
-			Auth: etcdv1alpha1.AuthSpec{Enabled: true, RootPasswordSecretName: rootSecret}}}
+func authCluster(rootSecret string) *etcdv1beta1.EtcdCluster {
+	return &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "u"},
+		Spec: etcdv1beta1.EtcdClusterSpec{Version: "3.5.35", Replicas: 3, TLS: etcdv1beta1.TLSSpec{Enabled: ptr.To(true)},
+			Auth: etcdv1beta1.AuthSpec{Enabled: true, RootPasswordSecretName: rootSecret}}}
 }
 
 func passwordSecret(name string, labels map[string]string, data map[string][]byte) *corev1.Secret {

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
@@ -24,7 +24,7 @@ import (
 // only when it started after the cluster was created.
 func TestBackupOfCluster(t *testing.T) {
 	created := metav1.NewTime(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
-	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", UID: "uid-now", CreationTimestamp: created}}
+	c := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", UID: "uid-now", CreationTimestamp: created}}
 	at := func(d time.Duration) *metav1.Time { t := metav1.NewTime(created.Add(d)); return &t }
 	for _, tc := range []struct {
 		name    string
@@ -48,7 +48,7 @@ func TestBackupOfCluster(t *testing.T) {
 
 // collectGarbage does what envtest lacks a garbage collector for: it deletes the objects a deleted
 // cluster owns. EtcdBackups and their Jobs, and the default backup claim, are not the cluster's.
-func collectGarbage(ctx context.Context, c *etcdv1alpha1.EtcdCluster) {
+func collectGarbage(ctx context.Context, c *etcdv1beta1.EtcdCluster) {
 	owned := func(o client.Object) bool {
 		for _, ref := range o.GetOwnerReferences() {
 			if ref.UID == c.UID {
@@ -82,7 +82,7 @@ var _ = Describe("Backups of a deleted cluster of the same name", func() {
 	It("are neither reported nor restored by the cluster created after it", func() {
 		ctx := context.Background()
 		c := newCluster(watchedNS)
-		c.Spec.Recovery.QuorumLoss = etcdv1alpha1.QuorumLossFromBackup
+		c.Spec.Recovery.QuorumLoss = etcdv1beta1.QuorumLossFromBackup
 		spec := c.Spec.DeepCopy()
 		createAndSettle(ctx, c)
 
@@ -95,7 +95,7 @@ var _ = Describe("Backups of a deleted cluster of the same name", func() {
 		finishJob(ctx, job, true, resultJSON(oldKey, 77))
 		Eventually(func(g Gomega) {
 			g.Expect(get(ctx, b)).To(Succeed())
-			g.Expect(b.Status.Phase).To(Equal(etcdv1alpha1.BackupSucceeded))
+			g.Expect(b.Status.Phase).To(Equal(etcdv1beta1.BackupSucceeded))
 			g.Expect(b.Status.ClusterUID).To(Equal(c.UID))
 		}, timeout, interval).Should(Succeed())
 		// A scheduled run the CronJob's deletion left behind (an orphaning delete keeps a CronJob's Jobs).
@@ -117,7 +117,7 @@ var _ = Describe("Backups of a deleted cluster of the same name", func() {
 		Expect(k8sClient.Delete(ctx, c)).To(Succeed())
 		Eventually(func() bool { return apierrors.IsNotFound(get(ctx, c)) }, timeout, interval).Should(BeTrue())
 		collectGarbage(ctx, c)
-		again := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace}, Spec: *spec}
+		again := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace}, Spec: *spec}
 		createAndSettle(ctx, again)
 		Expect(again.UID).NotTo(Equal(c.UID))
 
@@ -126,7 +126,7 @@ var _ = Describe("Backups of a deleted cluster of the same name", func() {
 			g.Expect(again.Status.LastBackupTime).To(BeNil(), "the deleted cluster's backup is not this one's")
 			g.Expect(again.Status.LastBackupLocation).To(BeEmpty())
 			g.Expect(again.Status.LastScheduledBackupJob).To(BeEmpty())
-			g.Expect(apimeta.FindStatusCondition(again.Status.Conditions, etcdv1alpha1.ConditionBackupSucceeded)).To(BeNil())
+			g.Expect(apimeta.FindStatusCondition(again.Status.Conditions, etcdv1beta1.ConditionBackupSucceeded)).To(BeNil())
 			g.Expect(registrySeries(metricsPrefix+"backup_last_success_timestamp_seconds", again)).To(BeZero())
 			g.Expect((&EtcdClusterReconciler{Client: k8sClient}).recoveryBackups(ctx, again, nil)).To(BeEmpty(),
 				"a quorum loss must not restore the deleted cluster's data")

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/backup"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
@@ -124,7 +124,7 @@ func jobFailureMessage(j *batchv1.Job) string {
 // neither appear in its status nor be restored into it. A backup without the record (taken by an operator
 // that did not write it) counts only when it started after c was created, which none of a predecessor's can
 // have; a backup started within the second c was created is not counted.
-func backupOfCluster(c *etcdv1alpha1.EtcdCluster, uid types.UID, started *metav1.Time) bool {
+func backupOfCluster(c *etcdv1beta1.EtcdCluster, uid types.UID, started *metav1.Time) bool {
 	if uid != "" {
 		return uid == c.UID
 	}
@@ -132,7 +132,7 @@ func backupOfCluster(c *etcdv1alpha1.EtcdCluster, uid types.UID, started *metav1
 }
 
 // observeBackups lists the cluster's finished backup Jobs (scheduled and on-demand), oldest first.
-func (r *EtcdClusterReconciler) observeBackups(ctx context.Context, c *etcdv1alpha1.EtcdCluster) ([]backupRun, error) {
+func (r *EtcdClusterReconciler) observeBackups(ctx context.Context, c *etcdv1beta1.EtcdCluster) ([]backupRun, error) {
 	jobs := &batchv1.JobList{}
 	if err := r.List(ctx, jobs, client.InNamespace(c.Namespace),
 		client.MatchingLabels{resources.LabelInstance: c.Name, resources.LabelComponent: resources.ComponentBackup}); err != nil {
@@ -174,7 +174,7 @@ func (r *EtcdClusterReconciler) observeBackups(ctx context.Context, c *etcdv1alp
 // backupStatus folds finished backup runs into the cluster's status: the newest successful backup of either
 // kind, and whether the newest scheduled run succeeded. History only moves forward: Jobs the CronJob has
 // cleaned up do not take reported backups away.
-func backupStatus(s *etcdv1alpha1.EtcdClusterStatus, c *etcdv1alpha1.EtcdCluster, runs []backupRun, now time.Time) {
+func backupStatus(s *etcdv1beta1.EtcdClusterStatus, c *etcdv1beta1.EtcdCluster, runs []backupRun, now time.Time) {
 	var lastScheduled *backupRun
 	for i := range runs {
 		run := &runs[i]
@@ -190,7 +190,7 @@ func backupStatus(s *etcdv1alpha1.EtcdClusterStatus, c *etcdv1alpha1.EtcdCluster
 		return
 	}
 	s.LastScheduledBackupJob = lastScheduled.job
-	cond := metav1.Condition{Type: etcdv1alpha1.ConditionBackupSucceeded, ObservedGeneration: c.Generation, LastTransitionTime: metav1.NewTime(now)}
+	cond := metav1.Condition{Type: etcdv1beta1.ConditionBackupSucceeded, ObservedGeneration: c.Generation, LastTransitionTime: metav1.NewTime(now)}
 	if lastScheduled.succeeded {
 		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonBackupSucceeded
 		cond.Message = fmt.Sprintf("scheduled backup %s stored %s (revision %d, %d bytes)", lastScheduled.job,
@@ -206,11 +206,11 @@ func backupStatus(s *etcdv1alpha1.EtcdClusterStatus, c *etcdv1alpha1.EtcdCluster
 }
 
 // recordBackupEvents tells about each scheduled run once, when status first reports it.
-func (r *EtcdClusterReconciler) recordBackupEvents(before, after *etcdv1alpha1.EtcdCluster) {
+func (r *EtcdClusterReconciler) recordBackupEvents(before, after *etcdv1beta1.EtcdCluster) {
 	if after.Status.LastScheduledBackupJob == before.Status.LastScheduledBackupJob {
 		return
 	}
-	cond := meta.FindStatusCondition(after.Status.Conditions, etcdv1alpha1.ConditionBackupSucceeded)
+	cond := meta.FindStatusCondition(after.Status.Conditions, etcdv1beta1.ConditionBackupSucceeded)
 	if cond == nil {
 		return
 	}
@@ -235,7 +235,7 @@ func (r *EtcdClusterReconciler) reconcileBackupPVC(ctx context.Context, s *recon
 
 // applyBackupPVC applies the default backup claim. Only its labels and requested size are compared: the
 // API server fills in the rest of a claim's spec (volume name, class, mode).
-func applyBackupPVC(ctx context.Context, c client.Client, ec *etcdv1alpha1.EtcdCluster, d etcdv1alpha1.BackupDestination) (bool, error) {
+func applyBackupPVC(ctx context.Context, c client.Client, ec *etcdv1beta1.EtcdCluster, d etcdv1beta1.BackupDestination) (bool, error) {
 	existing := &corev1.PersistentVolumeClaim{}
 	err := c.Get(ctx, client.ObjectKey{Namespace: ec.Namespace, Name: resources.BackupPVCName(ec)}, existing)
 	if err == nil {

@@ -14,7 +14,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/etcd"
 	"github.com/seedops/etcd-operator/internal/etcdtest"
 	"github.com/seedops/etcd-operator/internal/maintenance"
@@ -86,10 +86,10 @@ func TestCorruptAlarmCountsOnlyAgainstTheAlarmedMember(t *testing.T) {
 		}
 	}
 
-	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "corrupt", Generation: 1}}
+	c := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "corrupt", Generation: 1}}
 	c.Spec.Replicas = 3
 	c.Spec.Version = "3.5.35"
-	c.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: ReasonQuorumHealthy}}
+	c.Status.Conditions = []metav1.Condition{{Type: etcdv1beta1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: ReasonQuorumHealthy}}
 	tpl := resources.StatefulSet(c, 3, resources.DefaultOptions(), nil, resources.MemberGate{}).Spec.Template.Spec
 	var liveness, startup, readiness string
 	for _, ctr := range tpl.Containers {
@@ -139,11 +139,11 @@ func TestCorruptAlarmCountsOnlyAgainstTheAlarmedMember(t *testing.T) {
 		t.Errorf("maintenance step %q on %v for a CORRUPT alarm, want none: CORRUPT is never disarmed", space.Kind, space.Alarms)
 	}
 	s := computeStatus(c, obs, membership.Decision{Phase: membership.PhaseStable}, space, nil, nil, now)
-	if a := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionAvailable); a == nil || a.Status != metav1.ConditionTrue ||
+	if a := meta.FindStatusCondition(s.Conditions, etcdv1beta1.ConditionAvailable); a == nil || a.Status != metav1.ConditionTrue ||
 		!strings.Contains(a.Message, "2 of 3") {
 		t.Errorf("Available %+v, want True with 2 of 3 voting members healthy", a)
 	}
-	if d := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionDegraded); d == nil || d.Reason != ReasonDataCorrupt ||
+	if d := meta.FindStatusCondition(s.Conditions, etcdv1beta1.ConditionDegraded); d == nil || d.Reason != ReasonDataCorrupt ||
 		!strings.Contains(d.Message, "CORRUPT on "+procs.MemberName(1)) {
 		t.Errorf("Degraded %+v, want %s naming %s", d, ReasonDataCorrupt, procs.MemberName(1))
 	}

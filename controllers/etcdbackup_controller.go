@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
@@ -49,11 +49,11 @@ type EtcdBackupReconciler struct {
 //  4. copy the Job's progress or result into status, in one patch, with an Event per transition.
 func (r *EtcdBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	// 1. Read the backup.
-	b := &etcdv1alpha1.EtcdBackup{}
+	b := &etcdv1beta1.EtcdBackup{}
 	if err := r.Get(ctx, req.NamespacedName, b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if b.Status.Phase == etcdv1alpha1.BackupSucceeded || b.Status.Phase == etcdv1alpha1.BackupFailed || !b.DeletionTimestamp.IsZero() {
+	if b.Status.Phase == etcdv1beta1.BackupSucceeded || b.Status.Phase == etcdv1beta1.BackupFailed || !b.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
 	before := b.DeepCopy()
@@ -72,9 +72,9 @@ func (r *EtcdBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	return ctrl.Result{}, err
 }
 
-func (r *EtcdBackupReconciler) reconcile(ctx context.Context, b *etcdv1alpha1.EtcdBackup) error {
+func (r *EtcdBackupReconciler) reconcile(ctx context.Context, b *etcdv1beta1.EtcdBackup) error {
 	if b.Status.Phase == "" {
-		b.Status.Phase = etcdv1alpha1.BackupPending
+		b.Status.Phase = etcdv1beta1.BackupPending
 	}
 	// 2. Read the cluster.
 	c, err := r.clusterOf(ctx, b)
@@ -112,8 +112,8 @@ func (r *EtcdBackupReconciler) reconcile(ctx context.Context, b *etcdv1alpha1.Et
 
 // clusterOf reads the backup's EtcdCluster; nil without an error when it does not exist, which the status
 // and an event (once) say.
-func (r *EtcdBackupReconciler) clusterOf(ctx context.Context, b *etcdv1alpha1.EtcdBackup) (*etcdv1alpha1.EtcdCluster, error) {
-	c := &etcdv1alpha1.EtcdCluster{}
+func (r *EtcdBackupReconciler) clusterOf(ctx context.Context, b *etcdv1beta1.EtcdBackup) (*etcdv1beta1.EtcdCluster, error) {
+	c := &etcdv1beta1.EtcdCluster{}
 	if err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.ClusterName}, c); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return nil, err
@@ -130,7 +130,7 @@ func (r *EtcdBackupReconciler) clusterOf(ctx context.Context, b *etcdv1alpha1.Et
 }
 
 // startJob creates the backup Job of b and records its start.
-func (r *EtcdBackupReconciler) startJob(ctx context.Context, b *etcdv1alpha1.EtcdBackup, c *etcdv1alpha1.EtcdCluster, dest etcdv1alpha1.BackupDestination) error {
+func (r *EtcdBackupReconciler) startJob(ctx context.Context, b *etcdv1beta1.EtcdBackup, c *etcdv1beta1.EtcdCluster, dest etcdv1beta1.BackupDestination) error {
 	// The backup dials the cluster under the DNS domain its members were created with.
 	opts := r.Options
 	if sts := (&appsv1.StatefulSet{}); r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.StatefulSetName(c)}, sts) == nil {
@@ -150,7 +150,7 @@ func (r *EtcdBackupReconciler) startJob(ctx context.Context, b *etcdv1alpha1.Etc
 // checkJobOwner refuses a Job of the backup's name that b does not control: most likely the Job of a
 // deleted EtcdBackup of the same name, which the garbage collector has not removed yet. Its result is that
 // backup's, never this one's.
-func (r *EtcdBackupReconciler) checkJobOwner(b *etcdv1alpha1.EtcdBackup, job *batchv1.Job) error {
+func (r *EtcdBackupReconciler) checkJobOwner(b *etcdv1beta1.EtcdBackup, job *batchv1.Job) error {
 	if metav1.IsControlledBy(job, b) {
 		return nil
 	}
@@ -170,11 +170,11 @@ func (r *EtcdBackupReconciler) checkJobOwner(b *etcdv1alpha1.EtcdBackup, job *ba
 
 // recordJobResult reports the Job's progress, then its result (with the pod's own report of the snapshot)
 // once it has finished.
-func (r *EtcdBackupReconciler) recordJobResult(ctx context.Context, b *etcdv1alpha1.EtcdBackup, c *etcdv1alpha1.EtcdCluster, job *batchv1.Job) error {
+func (r *EtcdBackupReconciler) recordJobResult(ctx context.Context, b *etcdv1beta1.EtcdBackup, c *etcdv1beta1.EtcdCluster, job *batchv1.Job) error {
 	done, succeeded, at := jobFinished(job)
 	if !done {
 		if job.Status.Active > 0 {
-			b.Status.Phase = etcdv1alpha1.BackupRunning
+			b.Status.Phase = etcdv1beta1.BackupRunning
 		}
 		return nil
 	}
@@ -185,11 +185,11 @@ func (r *EtcdBackupReconciler) recordJobResult(ctx context.Context, b *etcdv1alp
 	finished := metav1.NewTime(at)
 	b.Status.CompletionTime = &finished
 	if !succeeded {
-		b.Status.Phase, b.Status.Error = etcdv1alpha1.BackupFailed, res.Error
+		b.Status.Phase, b.Status.Error = etcdv1beta1.BackupFailed, res.Error
 		r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, ReasonBackupFailed, "Backup", "backup of %s failed: %s", c.Name, res.Error)
 		return nil
 	}
-	b.Status.Phase = etcdv1alpha1.BackupSucceeded
+	b.Status.Phase = etcdv1beta1.BackupSucceeded
 	b.Status.Location, b.Status.Key, b.Status.SizeBytes = res.Location, res.Key, res.SizeBytes
 	b.Status.Revision, b.Status.EtcdVersion, b.Status.SHA256 = res.Revision, res.EtcdVersion, res.SHA256
 	if !res.StartTime.IsZero() {
@@ -202,7 +202,7 @@ func (r *EtcdBackupReconciler) recordJobResult(ctx context.Context, b *etcdv1alp
 	return nil
 }
 
-func (r *EtcdBackupReconciler) patchStatus(ctx context.Context, before, after *etcdv1alpha1.EtcdBackup) error {
+func (r *EtcdBackupReconciler) patchStatus(ctx context.Context, before, after *etcdv1beta1.EtcdBackup) error {
 	// Optimistic lock: a backup's phase only moves forward, so never overwrite a newer status.
 	return patchStatusIfChanged(ctx, r.Client, !equality.Semantic.DeepEqual(before.Status, after.Status), after,
 		client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
@@ -211,15 +211,15 @@ func (r *EtcdBackupReconciler) patchStatus(ctx context.Context, before, after *e
 // SetupWithManager watches EtcdBackups, their Jobs, and clusters (a backup may be created first).
 func (r *EtcdBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&etcdv1alpha1.EtcdBackup{}).
+		For(&etcdv1beta1.EtcdBackup{}).
 		Owns(&batchv1.Job{}).
-		Watches(&etcdv1alpha1.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToPendingBackups)).
+		Watches(&etcdv1beta1.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToPendingBackups)).
 		Named(BackupControllerName).
 		Complete(r)
 }
 
 func (r *EtcdBackupReconciler) clusterToPendingBackups(ctx context.Context, o client.Object) []reconcile.Request {
-	backups := &etcdv1alpha1.EtcdBackupList{}
+	backups := &etcdv1beta1.EtcdBackupList{}
 	if err := r.List(ctx, backups, client.InNamespace(o.GetNamespace())); err != nil {
 		return nil
 	}

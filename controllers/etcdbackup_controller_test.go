@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/backup"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
@@ -75,14 +75,14 @@ func resultJSON(key string, rev int64) string {
 	return string(b)
 }
 
-func newBackup(c *etcdv1alpha1.EtcdCluster, name string) *etcdv1alpha1.EtcdBackup {
-	return &etcdv1alpha1.EtcdBackup{
+func newBackup(c *etcdv1beta1.EtcdCluster, name string) *etcdv1beta1.EtcdBackup {
+	return &etcdv1beta1.EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace},
-		Spec:       etcdv1alpha1.EtcdBackupSpec{ClusterName: c.Name},
+		Spec:       etcdv1beta1.EtcdBackupSpec{ClusterName: c.Name},
 	}
 }
 
-func backupJob(ctx context.Context, b *etcdv1alpha1.EtcdBackup) *batchv1.Job {
+func backupJob(ctx context.Context, b *etcdv1beta1.EtcdBackup) *batchv1.Job {
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: resources.BackupJobName(b), Namespace: b.Namespace}}
 	Eventually(func() error { return get(ctx, job) }, timeout, interval).Should(Succeed())
 	return job
@@ -111,7 +111,7 @@ var _ = Describe("Backups", func() {
 		Expect(pvc.OwnerReferences).To(BeEmpty())
 		Eventually(func(g Gomega) {
 			g.Expect(get(ctx, b)).To(Succeed())
-			g.Expect(b.Status.Phase).To(Equal(etcdv1alpha1.BackupPending))
+			g.Expect(b.Status.Phase).To(Equal(etcdv1beta1.BackupPending))
 			g.Expect(b.Status.JobName).To(Equal(job.Name))
 			g.Expect(b.Status.Destination.PVC.ClaimName).To(Equal(resources.BackupPVCName(c)))
 		}, timeout, interval).Should(Succeed())
@@ -120,7 +120,7 @@ var _ = Describe("Backups", func() {
 		finishJob(ctx, job, true, resultJSON(key, 77))
 		Eventually(func(g Gomega) {
 			g.Expect(get(ctx, b)).To(Succeed())
-			g.Expect(b.Status.Phase).To(Equal(etcdv1alpha1.BackupSucceeded))
+			g.Expect(b.Status.Phase).To(Equal(etcdv1beta1.BackupSucceeded))
 			g.Expect(b.Status.Key).To(Equal(key))
 			g.Expect(b.Status.Location).To(Equal("pvc://claim/" + key))
 			g.Expect(b.Status.Revision).To(Equal(int64(77)))
@@ -143,7 +143,7 @@ var _ = Describe("Backups", func() {
 		finishJob(ctx, backupJob(ctx, b), false, `{"error":"snapshot from http://x:2379: context deadline exceeded"}`)
 		Eventually(func(g Gomega) {
 			g.Expect(get(ctx, b)).To(Succeed())
-			g.Expect(b.Status.Phase).To(Equal(etcdv1alpha1.BackupFailed))
+			g.Expect(b.Status.Phase).To(Equal(etcdv1beta1.BackupFailed))
 			g.Expect(b.Status.Error).To(ContainSubstring("context deadline exceeded"))
 		}, timeout, interval).Should(Succeed())
 	})
@@ -170,7 +170,7 @@ var _ = Describe("Backups", func() {
 		}, timeout, interval).Should(Succeed())
 		Consistently(func(g Gomega) {
 			g.Expect(get(ctx, b)).To(Succeed())
-			g.Expect(b.Status.Phase).To(Equal(etcdv1alpha1.BackupPending))
+			g.Expect(b.Status.Phase).To(Equal(etcdv1beta1.BackupPending))
 			g.Expect(b.Status.Key).To(BeEmpty(), "another backup's snapshot is not this one's")
 			g.Expect(b.Status.JobName).To(BeEmpty())
 		}, 2*time.Second, interval).Should(Succeed())
@@ -199,7 +199,7 @@ var _ = Describe("Backups", func() {
 		Expect(k8sClient.Create(ctx, b)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(get(ctx, b)).To(Succeed())
-			g.Expect(b.Status.Phase).To(Equal(etcdv1alpha1.BackupPending))
+			g.Expect(b.Status.Phase).To(Equal(etcdv1beta1.BackupPending))
 			g.Expect(b.Status.Error).To(ContainSubstring("not found"))
 		}, timeout, interval).Should(Succeed())
 		createAndSettle(ctx, c)
@@ -226,13 +226,13 @@ var _ = Describe("Backups", func() {
 		}
 		key1 := "etcd-a/" + c.Name + "/scheduled/" + c.Name + "-20261122T020000Z-r10.db"
 		finishJob(ctx, run(c.Name+"-backup-1"), true, resultJSON(key1, 10))
-		Eventually(condition(ctx, c, etcdv1alpha1.ConditionBackupSucceeded), timeout, interval).Should(statusIs(metav1.ConditionTrue, ReasonBackupSucceeded))
+		Eventually(condition(ctx, c, etcdv1beta1.ConditionBackupSucceeded), timeout, interval).Should(statusIs(metav1.ConditionTrue, ReasonBackupSucceeded))
 		Expect(c.Status.LastBackupLocation).To(HaveSuffix(key1))
 		Expect(c.Status.LastScheduledBackupJob).To(Equal(c.Name + "-backup-1"))
 		last := c.Status.LastBackupTime
 
 		finishJob(ctx, run(c.Name+"-backup-2"), false, `{"error":"upload s3://etcd/x: Access Denied"}`)
-		Eventually(condition(ctx, c, etcdv1alpha1.ConditionBackupSucceeded), timeout, interval).Should(And(
+		Eventually(condition(ctx, c, etcdv1beta1.ConditionBackupSucceeded), timeout, interval).Should(And(
 			statusIs(metav1.ConditionFalse, ReasonBackupFailed), HaveField("Message", ContainSubstring("Access Denied"))))
 		Expect(c.Status.LastBackupTime).To(Equal(last), "a failed run does not move the last backup")
 		Expect(c.Status.LastBackupLocation).To(HaveSuffix(key1))
@@ -241,22 +241,22 @@ var _ = Describe("Backups", func() {
 	It("starts a restored cluster only once its EtcdBackup succeeded, restoring every member first", func() {
 		c := newCluster(watchedNS)
 		c.Spec.BackupSchedule = ""
-		c.Spec.Bootstrap = &etcdv1alpha1.BootstrapSpec{FromBackup: &etcdv1alpha1.BackupSource{BackupName: "snap-" + c.Name}}
+		c.Spec.Bootstrap = &etcdv1beta1.BootstrapSpec{FromBackup: &etcdv1beta1.BackupSource{BackupName: "snap-" + c.Name}}
 		Expect(k8sClient.Create(ctx, c)).To(Succeed())
-		Eventually(condition(ctx, c, etcdv1alpha1.ConditionProgressing), timeout, interval).Should(And(
+		Eventually(condition(ctx, c, etcdv1beta1.ConditionProgressing), timeout, interval).Should(And(
 			statusIs(metav1.ConditionTrue, ReasonWaitingForBackup), HaveField("Message", ContainSubstring("not found"))))
 		sts := managed(c)["StatefulSet"]
 		Consistently(func() bool { return apierrors.IsNotFound(get(ctx, sts)) }, time.Second, interval).Should(BeTrue(),
 			"nothing starts before the snapshot is known")
 
 		// A backup of another (absent) cluster that has already succeeded, as after the source was deleted.
-		b := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "snap-" + c.Name, Namespace: c.Namespace},
-			Spec: etcdv1alpha1.EtcdBackupSpec{ClusterName: "deleted-source"}}
+		b := &etcdv1beta1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "snap-" + c.Name, Namespace: c.Namespace},
+			Spec: etcdv1beta1.EtcdBackupSpec{ClusterName: "deleted-source"}}
 		Expect(k8sClient.Create(ctx, b)).To(Succeed())
 		Eventually(func() error { // the backup controller writes Pending meanwhile: retry on conflict
 			Expect(get(ctx, b)).To(Succeed())
-			b.Status = etcdv1alpha1.EtcdBackupStatus{Phase: etcdv1alpha1.BackupSucceeded, Key: "etcd-a/old/on-demand/old-20261122T020000Z-r5.db",
-				Destination: &etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCBackupDestination{ClaimName: "old-backups"}}}
+			b.Status = etcdv1beta1.EtcdBackupStatus{Phase: etcdv1beta1.BackupSucceeded, Key: "etcd-a/old/on-demand/old-20261122T020000Z-r5.db",
+				Destination: &etcdv1beta1.BackupDestination{PVC: &etcdv1beta1.PVCBackupDestination{ClaimName: "old-backups"}}}
 			return k8sClient.Status().Update(ctx, b)
 		}, timeout, interval).Should(Succeed())
 
@@ -276,15 +276,15 @@ var _ = Describe("Backups", func() {
 			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1,
 				Message: `{"error":"snapshot failed verification: sha256 of snapshot.db is 00, its trailer says 01"}`}}}}
 		Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
-		Eventually(condition(ctx, c, etcdv1alpha1.ConditionDegraded), timeout, interval).Should(And(
+		Eventually(condition(ctx, c, etcdv1beta1.ConditionDegraded), timeout, interval).Should(And(
 			statusIs(metav1.ConditionTrue, ReasonRestoreFailed), HaveField("Message", ContainSubstring("failed verification"))))
 	})
 
 	It("drops the restore from the member template once every member's restore is recorded", func() {
 		c := newCluster(watchedNS)
 		c.Spec.BackupSchedule = ""
-		c.Spec.Bootstrap = &etcdv1alpha1.BootstrapSpec{FromBackup: &etcdv1alpha1.BackupSource{
-			PVC: &etcdv1alpha1.PVCBackupDestination{ClaimName: "old-backups"}, Key: "etcd-a/old/on-demand/old-20261122T020000Z-r5.db"}}
+		c.Spec.Bootstrap = &etcdv1beta1.BootstrapSpec{FromBackup: &etcdv1beta1.BackupSource{
+			PVC: &etcdv1beta1.PVCBackupDestination{ClaimName: "old-backups"}, Key: "etcd-a/old/on-demand/old-20261122T020000Z-r5.db"}}
 		Expect(k8sClient.Create(ctx, c)).To(Succeed())
 		set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: resources.StatefulSetName(c), Namespace: c.Namespace}}
 		initNames := func() []string {

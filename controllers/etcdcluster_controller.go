@@ -31,7 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	alertrules "github.com/seedops/etcd-operator/config/prometheus"
 	"github.com/seedops/etcd-operator/internal/etcd"
 	"github.com/seedops/etcd-operator/internal/maintenance"
@@ -117,7 +117,7 @@ func (r *EtcdClusterReconciler) now() time.Time {
 // it, the planned step, and the objects its applies changed. Reconcile makes one and hands it to each
 // phase; nothing of it outlives the reconcile.
 type reconcileScope struct {
-	cluster  *etcdv1alpha1.EtcdCluster
+	cluster  *etcdv1beta1.EtcdCluster
 	obs      observation
 	decision membership.Decision
 	// space is the next step of NOSPACE recovery, defrag the next routine defragmentation (internal/maintenance).
@@ -144,7 +144,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	log := logf.FromContext(ctx)
 
 	// 1. Read the cluster.
-	cluster := &etcdv1alpha1.EtcdCluster{}
+	cluster := &etcdv1beta1.EtcdCluster{}
 	if err := r.Get(ctx, req.NamespacedName, cluster); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.metrics.forget(req.NamespacedName)
@@ -213,7 +213,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 
 // report is step 5: it writes the status of what step 4 did (or failed to do) in one patch, with the
 // metrics, events and condition transitions that go with it, and decides when to look again.
-func (r *EtcdClusterReconciler) report(ctx context.Context, before *etcdv1alpha1.EtcdCluster, s *reconcileScope,
+func (r *EtcdClusterReconciler) report(ctx context.Context, before *etcdv1beta1.EtcdCluster, s *reconcileScope,
 	result ctrl.Result, err error) (ctrl.Result, error) {
 	cluster := s.cluster
 	cluster.Status = computeStatus(cluster, s.obs, s.decision, s.space, s.applied.names, err, r.now())
@@ -250,7 +250,7 @@ const learnerPollInterval = 500 * time.Millisecond
 // requeueAfter: soon while an operation is in flight (sooner while a learner is awaited or etcd deferred
 // the step), at the health interval while etcd runs, never for a cluster with nothing to observe (every
 // other change is an event), and in any case when a certificate or a scheduled defragmentation falls due.
-func (r *EtcdClusterReconciler) requeueAfter(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.Decision, maintained, deferred bool) time.Duration {
+func (r *EtcdClusterReconciler) requeueAfter(c *etcdv1beta1.EtcdCluster, obs observation, d membership.Decision, maintained, deferred bool) time.Duration {
 	var after time.Duration
 	switch {
 	case c.Spec.Paused:
@@ -289,14 +289,14 @@ func (r *EtcdClusterReconciler) liveReader() client.Reader {
 
 // reportObserveFailure records a failed observation in status (Progressing and Degraded with the error,
 // for the current generation), leaving what was last observed of the members as it was.
-func (r *EtcdClusterReconciler) reportObserveFailure(ctx context.Context, before, c *etcdv1alpha1.EtcdCluster, err error) {
+func (r *EtcdClusterReconciler) reportObserveFailure(ctx context.Context, before, c *etcdv1beta1.EtcdCluster, err error) {
 	now := metav1.NewTime(r.now())
-	for _, t := range []string{etcdv1alpha1.ConditionProgressing, etcdv1alpha1.ConditionDegraded} {
+	for _, t := range []string{etcdv1beta1.ConditionProgressing, etcdv1beta1.ConditionDegraded} {
 		meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionTrue,
 			Reason: ReasonReconcileFailed, Message: err.Error(), ObservedGeneration: c.Generation, LastTransitionTime: now})
 	}
 	c.Status.ObservedGeneration = c.Generation
-	if meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable) != nil {
+	if meta.FindStatusCondition(c.Status.Conditions, etcdv1beta1.ConditionAvailable) != nil {
 		c.Status.Phase = phaseOf(c, c.Status.Conditions)
 	}
 	r.recordTransitions(before, c)
@@ -307,7 +307,7 @@ func (r *EtcdClusterReconciler) reportObserveFailure(ctx context.Context, before
 }
 
 // patchStatus writes status (with observedGeneration) once per reconcile, and only when it changed.
-func (r *EtcdClusterReconciler) patchStatus(ctx context.Context, before, after *etcdv1alpha1.EtcdCluster) error {
+func (r *EtcdClusterReconciler) patchStatus(ctx context.Context, before, after *etcdv1beta1.EtcdCluster) error {
 	return patchStatusIfChanged(ctx, r.Client, !equality.Semantic.DeepEqual(before.Status, after.Status), after, client.MergeFrom(before))
 }
 
@@ -332,7 +332,7 @@ func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) (*builder.Ty
 	}
 	r.alertRuleGroups = groups
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&etcdv1alpha1.EtcdCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		For(&etcdv1beta1.EtcdCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Secret{}).
@@ -340,7 +340,7 @@ func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) (*builder.Ty
 		// Backup Jobs belong to the CronJob or to an EtcdBackup; their results are reported on the cluster.
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(backupJobToCluster)).
 		// A restored cluster waits for its EtcdBackup to succeed.
-		Watches(&etcdv1alpha1.EtcdBackup{}, handler.EnqueueRequestsFromMapFunc(r.backupToRestoringClusters)).
+		Watches(&etcdv1beta1.EtcdBackup{}, handler.EnqueueRequestsFromMapFunc(r.backupToRestoringClusters)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Named(ClusterControllerName)
 	for _, kind := range metadataOnlyKinds {
@@ -370,7 +370,7 @@ var backupJobToCluster = componentToCluster(resources.ComponentBackup)
 
 // backupToRestoringClusters maps an EtcdBackup to the clusters of its namespace that bootstrap from it.
 func (r *EtcdClusterReconciler) backupToRestoringClusters(ctx context.Context, o client.Object) []reconcile.Request {
-	clusters := &etcdv1alpha1.EtcdClusterList{}
+	clusters := &etcdv1beta1.EtcdClusterList{}
 	if err := r.List(ctx, clusters, client.InNamespace(o.GetNamespace())); err != nil {
 		return nil
 	}

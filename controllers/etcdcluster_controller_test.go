@@ -24,7 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	alertrules "github.com/seedops/etcd-operator/config/prometheus"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
@@ -37,11 +37,11 @@ const (
 var clusterSeq int
 
 // newCluster returns the README's sample cluster under a fresh name.
-func newCluster(ns string) *etcdv1alpha1.EtcdCluster {
+func newCluster(ns string) *etcdv1beta1.EtcdCluster {
 	clusterSeq++
-	return &etcdv1alpha1.EtcdCluster{
+	return &etcdv1beta1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("prod-etcd-%d", clusterSeq), Namespace: ns},
-		Spec: etcdv1alpha1.EtcdClusterSpec{
+		Spec: etcdv1beta1.EtcdClusterSpec{
 			Version:        "3.5.9",
 			Replicas:       3,
 			StorageSize:    resource.MustParse("10Gi"),
@@ -55,7 +55,7 @@ func key(namespace, name string) types.NamespacedName {
 }
 
 // managed lists every object the controller creates for a cluster with a backup schedule.
-func managed(c *etcdv1alpha1.EtcdCluster) map[string]client.Object {
+func managed(c *etcdv1beta1.EtcdCluster) map[string]client.Object {
 	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name, Namespace: c.Namespace} }
 	return map[string]client.Object{
 		"ConfigMap":           &corev1.ConfigMap{ObjectMeta: meta(resources.ConfigMapName(c))},
@@ -71,15 +71,15 @@ func managed(c *etcdv1alpha1.EtcdCluster) map[string]client.Object {
 
 // podMonitor and prometheusRule are the cluster's prometheus-operator objects, to read (the suite installs
 // prometheus-operator's kinds).
-func podMonitor(c *etcdv1alpha1.EtcdCluster) *unstructured.Unstructured {
+func podMonitor(c *etcdv1beta1.EtcdCluster) *unstructured.Unstructured {
 	return monitoringObject(c, resources.PodMonitorGVK, resources.PodMonitorName(c))
 }
 
-func prometheusRule(c *etcdv1alpha1.EtcdCluster) *unstructured.Unstructured {
+func prometheusRule(c *etcdv1beta1.EtcdCluster) *unstructured.Unstructured {
 	return monitoringObject(c, resources.PrometheusRuleGVK, resources.PrometheusRuleName(c))
 }
 
-func monitoringObject(c *etcdv1alpha1.EtcdCluster, gvk schema.GroupVersionKind, name string) *unstructured.Unstructured {
+func monitoringObject(c *etcdv1beta1.EtcdCluster, gvk schema.GroupVersionKind, name string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
 	u.SetNamespace(c.Namespace)
@@ -93,7 +93,7 @@ func get(ctx context.Context, o client.Object) error {
 
 // createAndSettle creates the cluster and waits until every managed object exists and status describes
 // the current generation.
-func createAndSettle(ctx context.Context, c *etcdv1alpha1.EtcdCluster) {
+func createAndSettle(ctx context.Context, c *etcdv1beta1.EtcdCluster) {
 	Expect(k8sClient.Create(ctx, c)).To(Succeed())
 	for kind, o := range managed(c) {
 		Eventually(func() error { return get(ctx, o) }, timeout, interval).Should(Succeed(), kind)
@@ -110,7 +110,7 @@ func createAndSettle(ctx context.Context, c *etcdv1alpha1.EtcdCluster) {
 }
 
 // makeMemberPods plays the StatefulSet controller and kubelet: envtest runs neither.
-func makeMemberPods(ctx context.Context, c *etcdv1alpha1.EtcdCluster, n int, image string) {
+func makeMemberPods(ctx context.Context, c *etcdv1beta1.EtcdCluster, n int, image string) {
 	for i := range n {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: resources.MemberName(c, i), Namespace: c.Namespace, Labels: resources.Labels(c, resources.ComponentEtcd)},
@@ -120,7 +120,7 @@ func makeMemberPods(ctx context.Context, c *etcdv1alpha1.EtcdCluster, n int, ima
 	}
 }
 
-func setPodReady(ctx context.Context, c *etcdv1alpha1.EtcdCluster, i int, ready bool) {
+func setPodReady(ctx context.Context, c *etcdv1beta1.EtcdCluster, i int, ready bool) {
 	pod := &corev1.Pod{}
 	Expect(k8sClient.Get(ctx, key(c.Namespace, resources.MemberName(c, i)), pod)).To(Succeed())
 	st := corev1.ConditionFalse
@@ -131,7 +131,7 @@ func setPodReady(ctx context.Context, c *etcdv1alpha1.EtcdCluster, i int, ready 
 	Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
 }
 
-func condition(ctx context.Context, c *etcdv1alpha1.EtcdCluster, t string) func(g Gomega) metav1.Condition {
+func condition(ctx context.Context, c *etcdv1beta1.EtcdCluster, t string) func(g Gomega) metav1.Condition {
 	return func(g Gomega) metav1.Condition {
 		g.Expect(get(ctx, c)).To(Succeed())
 		cond := meta.FindStatusCondition(c.Status.Conditions, t)
@@ -195,10 +195,10 @@ var _ = Describe("EtcdCluster controller", func() {
 	It("reports truthful status: bootstrapping, available, degraded, quorum lost", func() {
 		c := newCluster(watchedNS)
 		createAndSettle(ctx, c)
-		Expect(c.Status.Phase).To(Equal(etcdv1alpha1.PhasePending))
-		Expect(meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable)).To(
+		Expect(c.Status.Phase).To(Equal(etcdv1beta1.PhasePending))
+		Expect(meta.FindStatusCondition(c.Status.Conditions, etcdv1beta1.ConditionAvailable)).To(
 			PointTo(statusIs(metav1.ConditionFalse, ReasonBootstrapping)))
-		Expect(meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionProgressing)).To(
+		Expect(meta.FindStatusCondition(c.Status.Conditions, etcdv1beta1.ConditionProgressing)).To(
 			PointTo(statusIs(metav1.ConditionTrue, ReasonCreating)))
 		for _, cond := range c.Status.Conditions {
 			Expect(cond.ObservedGeneration).To(Equal(c.Generation), cond.Type)
@@ -209,25 +209,25 @@ var _ = Describe("EtcdCluster controller", func() {
 		for i := range 3 {
 			setPodReady(ctx, c, i, true)
 		}
-		Eventually(condition(ctx, c, etcdv1alpha1.ConditionAvailable), timeout, interval).Should(statusIs(metav1.ConditionTrue, ReasonQuorumHealthy))
+		Eventually(condition(ctx, c, etcdv1beta1.ConditionAvailable), timeout, interval).Should(statusIs(metav1.ConditionTrue, ReasonQuorumHealthy))
 		// This suite runs no etcd, so the operator truthfully cannot confirm membership: it waits.
-		Eventually(condition(ctx, c, etcdv1alpha1.ConditionProgressing), timeout, interval).Should(And(
+		Eventually(condition(ctx, c, etcdv1beta1.ConditionProgressing), timeout, interval).Should(And(
 			statusIs(metav1.ConditionTrue, ReasonWaiting), HaveField("Message", ContainSubstring("etcd is unreachable"))))
 		Eventually(func(g Gomega) {
 			g.Expect(get(ctx, c)).To(Succeed())
-			g.Expect(c.Status.Phase).To(Equal(etcdv1alpha1.PhaseProgressing))
+			g.Expect(c.Status.Phase).To(Equal(etcdv1beta1.PhaseProgressing))
 			g.Expect(c.Status.ReadyReplicas).To(Equal(int32(3)))
 			g.Expect(c.Status.Members).To(HaveLen(3))
 		}, timeout, interval).Should(Succeed())
 
 		setPodReady(ctx, c, 2, false)
-		Eventually(condition(ctx, c, etcdv1alpha1.ConditionDegraded), timeout, interval).Should(And(
+		Eventually(condition(ctx, c, etcdv1beta1.ConditionDegraded), timeout, interval).Should(And(
 			statusIs(metav1.ConditionTrue, ReasonMembersUnhealthy), HaveField("Message", ContainSubstring(resources.MemberName(c, 2)))))
-		Expect(condition(ctx, c, etcdv1alpha1.ConditionAvailable)(Default)).To(statusIs(metav1.ConditionTrue, ReasonQuorumHealthy))
+		Expect(condition(ctx, c, etcdv1beta1.ConditionAvailable)(Default)).To(statusIs(metav1.ConditionTrue, ReasonQuorumHealthy))
 
 		setPodReady(ctx, c, 1, false)
-		Eventually(condition(ctx, c, etcdv1alpha1.ConditionAvailable), timeout, interval).Should(statusIs(metav1.ConditionFalse, ReasonQuorumLost))
-		Eventually(func() etcdv1alpha1.ClusterPhase { _ = get(ctx, c); return c.Status.Phase }, timeout, interval).Should(Equal(etcdv1alpha1.PhaseUnavailable))
+		Eventually(condition(ctx, c, etcdv1beta1.ConditionAvailable), timeout, interval).Should(statusIs(metav1.ConditionFalse, ReasonQuorumLost))
+		Eventually(func() etcdv1beta1.ClusterPhase { _ = get(ctx, c); return c.Status.Phase }, timeout, interval).Should(Equal(etcdv1beta1.PhaseUnavailable))
 	})
 
 	It("makes zero API writes in a steady-state reconcile", func() {
@@ -347,7 +347,7 @@ var _ = Describe("EtcdCluster controller", func() {
 		objs := managed(c)
 
 		By("scaling to 5")
-		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.Replicas = 5 })).To(Succeed())
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1beta1.EtcdCluster).Spec.Replicas = 5 })).To(Succeed())
 		Eventually(func(g Gomega) {
 			sts, pdb, cm := objs["StatefulSet"].(*appsv1.StatefulSet), objs["PodDisruptionBudget"].(*policyv1.PodDisruptionBudget), objs["ConfigMap"].(*corev1.ConfigMap)
 			g.Expect(get(ctx, sts)).To(Succeed())
@@ -359,12 +359,12 @@ var _ = Describe("EtcdCluster controller", func() {
 		}, timeout, interval).Should(Succeed())
 
 		By("removing and re-adding the backup schedule")
-		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.BackupSchedule = "" })).To(Succeed())
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1beta1.EtcdCluster).Spec.BackupSchedule = "" })).To(Succeed())
 		Eventually(func() bool {
 			return apierrors.IsNotFound(get(ctx, &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: resources.BackupCronJobName(c), Namespace: c.Namespace}}))
 		},
 			timeout, interval).Should(BeTrue())
-		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.BackupSchedule = "@hourly" })).To(Succeed())
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1beta1.EtcdCluster).Spec.BackupSchedule = "@hourly" })).To(Succeed())
 		Eventually(func(g Gomega) {
 			cj := &batchv1.CronJob{}
 			g.Expect(k8sClient.Get(ctx, key(c.Namespace, resources.BackupCronJobName(c)), cj)).To(Succeed())
@@ -389,7 +389,7 @@ var _ = Describe("EtcdCluster controller", func() {
 		Expect(get(ctx, sts)).To(Succeed())
 		oldUID := sts.UID
 
-		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.StorageSize = resource.MustParse("20Gi") })).To(Succeed())
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1beta1.EtcdCluster).Spec.StorageSize = resource.MustParse("20Gi") })).To(Succeed())
 		// Play the garbage collector (envtest runs none): once the old StatefulSet is deleted with the
 		// orphan policy, drop its orphan finalizer as the collector does after releasing the pods.
 		Eventually(func(g Gomega) {
@@ -417,15 +417,15 @@ var _ = Describe("EtcdCluster controller", func() {
 	It("stops changing managed objects while paused", func() {
 		c := newCluster(watchedNS)
 		createAndSettle(ctx, c)
-		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.Paused = true })).To(Succeed())
-		Eventually(func() etcdv1alpha1.ClusterPhase { _ = get(ctx, c); return c.Status.Phase }, timeout, interval).Should(Equal(etcdv1alpha1.PhasePaused))
-		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.Replicas = 5 })).To(Succeed())
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1beta1.EtcdCluster).Spec.Paused = true })).To(Succeed())
+		Eventually(func() etcdv1beta1.ClusterPhase { _ = get(ctx, c); return c.Status.Phase }, timeout, interval).Should(Equal(etcdv1beta1.PhasePaused))
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1beta1.EtcdCluster).Spec.Replicas = 5 })).To(Succeed())
 		Eventually(func() int64 { _ = get(ctx, c); return c.Status.ObservedGeneration }, timeout, interval).Should(Equal(c.Generation))
 		sts := managed(c)["StatefulSet"].(*appsv1.StatefulSet)
 		Expect(get(ctx, sts)).To(Succeed())
 		Expect(*sts.Spec.Replicas).To(Equal(int32(3)), "a paused cluster's StatefulSet must not follow the spec")
 
-		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.Paused = false })).To(Succeed())
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1beta1.EtcdCluster).Spec.Paused = false })).To(Succeed())
 		Eventually(func() int32 { _ = get(ctx, sts); return *sts.Spec.Replicas }, timeout, interval).Should(Equal(int32(5)))
 	})
 

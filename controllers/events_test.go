@@ -9,17 +9,17 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
 // appliedEvents lists the Applied events regarding cluster c.
-func appliedEvents(ctx context.Context, c *etcdv1alpha1.EtcdCluster) ([]eventsv1.Event, error) {
+func appliedEvents(ctx context.Context, c *etcdv1beta1.EtcdCluster) ([]eventsv1.Event, error) {
 	return eventsWithReason(ctx, c, ReasonApplied)
 }
 
 // eventsWithReason lists the events of the given reason regarding cluster c.
-func eventsWithReason(ctx context.Context, c *etcdv1alpha1.EtcdCluster, reason string) ([]eventsv1.Event, error) {
+func eventsWithReason(ctx context.Context, c *etcdv1beta1.EtcdCluster, reason string) ([]eventsv1.Event, error) {
 	list := &eventsv1.EventList{}
 	if err := k8sClient.List(ctx, list, client.InNamespace(c.Namespace)); err != nil {
 		return nil, err

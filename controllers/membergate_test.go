@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 
 	"github.com/seedops/etcd-operator/internal/etcd"
 	"github.com/seedops/etcd-operator/internal/membergate"
@@ -204,8 +204,8 @@ func TestGateRefusal(t *testing.T) {
 // TestPlanInputJoinGated: the planner may start new members' pods ahead of their joins only when the
 // StatefulSet's template, which new pods get, runs the member gate.
 func TestPlanInputJoinGated(t *testing.T) {
-	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"},
-		Spec: etcdv1alpha1.EtcdClusterSpec{Version: "3.5.35", Replicas: 5}}
+	c := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"},
+		Spec: etcdv1beta1.EtcdClusterSpec{Version: "3.5.35", Replicas: 5}}
 	sts := func(initContainers ...string) *appsv1.StatefulSet {
 		s := &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3)}}
 		for _, n := range initContainers {
@@ -235,8 +235,8 @@ func TestPlanInputJoinGated(t *testing.T) {
 // timings and paths (an operator whose probes exclude CORRUPT restarts no member of a running cluster for it);
 // one that rolls anyway (another image), or none, gets the operator's.
 func TestClusterOptionsKeepProbeSettingsUntilRoll(t *testing.T) {
-	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"},
-		Spec: etcdv1alpha1.EtcdClusterSpec{Version: "3.5.35", Replicas: 3}}
+	c := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"},
+		Spec: etcdv1beta1.EtcdClusterSpec{Version: "3.5.35", Replicas: 3}}
 	base := resources.DefaultOptions()
 	desired := resources.Image(c, base)
 	old := resources.ProbeSettings{StartupPeriod: 10, StartupTimeout: 5, StartupFailures: 60,

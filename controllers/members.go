@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/etcd"
 	"github.com/seedops/etcd-operator/internal/failpoint"
 	"github.com/seedops/etcd-operator/internal/membership"
@@ -41,7 +41,7 @@ func durationOr(d, def time.Duration) time.Duration {
 
 // memberConfig renders the planner's configuration: each member under its name and the peer URL etcd has
 // registered for it (the ordinal's stable name and URL when etcd has none yet).
-func memberConfig(c *etcdv1alpha1.EtcdCluster, cfg *membership.Config, urls MemberURLs) resources.MemberConfig {
+func memberConfig(c *etcdv1beta1.EtcdCluster, cfg *membership.Config, urls MemberURLs) resources.MemberConfig {
 	parts := make([]string, 0, len(cfg.Members))
 	for i, m := range cfg.Members {
 		name, url := m.Name, m.PeerURL
@@ -143,7 +143,7 @@ func (r *EtcdClusterReconciler) takeStep(ctx context.Context, s *reconcileScope)
 	return nil
 }
 
-func (r *EtcdClusterReconciler) doStep(ctx context.Context, c *etcdv1alpha1.EtcdCluster, a membership.Action, obs observation) error {
+func (r *EtcdClusterReconciler) doStep(ctx context.Context, c *etcdv1beta1.EtcdCluster, a membership.Action, obs observation) error {
 	switch a.Type {
 	case membership.ActionDeletePod:
 		pod := obs.podByOrdinal[a.Ordinal]
@@ -194,22 +194,22 @@ func (r *EtcdClusterReconciler) doStep(ctx context.Context, c *etcdv1alpha1.Etcd
 
 // recordTransitions emits an event whenever a condition changes, so a blocked or failing cluster is
 // visible in `kubectl describe` without an event on every reconcile.
-func (r *EtcdClusterReconciler) recordTransitions(before, after *etcdv1alpha1.EtcdCluster) {
+func (r *EtcdClusterReconciler) recordTransitions(before, after *etcdv1beta1.EtcdCluster) {
 	old := map[string]string{}
 	for _, cond := range before.Status.Conditions {
 		old[cond.Type] = string(cond.Status) + "/" + cond.Reason
 	}
 	for _, cond := range after.Status.Conditions {
 		// BackupSucceeded has an event per run (recordBackupEvents), not only per transition.
-		if old[cond.Type] == string(cond.Status)+"/"+cond.Reason || cond.Type == etcdv1alpha1.ConditionBackupSucceeded {
+		if old[cond.Type] == string(cond.Status)+"/"+cond.Reason || cond.Type == etcdv1beta1.ConditionBackupSucceeded {
 			continue
 		}
 		if r.reported != nil && !r.reported.firstReport(after.UID, cond.Type, string(cond.Status)+"/"+cond.Reason) {
 			continue // already reported; this reconcile read a stale cluster (transitions.go)
 		}
 		typ := corev1.EventTypeNormal
-		if (cond.Type == etcdv1alpha1.ConditionDegraded && cond.Status == "True") ||
-			(cond.Type == etcdv1alpha1.ConditionAvailable && cond.Status == "False" && cond.Reason != ReasonBootstrapping) ||
+		if (cond.Type == etcdv1beta1.ConditionDegraded && cond.Status == "True") ||
+			(cond.Type == etcdv1beta1.ConditionAvailable && cond.Status == "False" && cond.Reason != ReasonBootstrapping) ||
 			cond.Reason == ReasonBlocked {
 			typ = corev1.EventTypeWarning
 		}
@@ -221,7 +221,7 @@ func (r *EtcdClusterReconciler) recordTransitions(before, after *etcdv1alpha1.Et
 // supported for learner"), and the client would send some there. Never the member being removed, unless no
 // other is known: it stops as it applies its own removal, and its answer, "server stopped", would report a
 // removal that succeeded as failed. Leadership moves are asked of the leader itself.
-func stepEndpoints(c *etcdv1alpha1.EtcdCluster, a membership.Action, obs observation) ([]string, error) {
+func stepEndpoints(c *etcdv1beta1.EtcdCluster, a membership.Action, obs observation) ([]string, error) {
 	endpoints := voterClientURLs(c, obs, obs.urls)
 	switch a.Type {
 	case membership.ActionRemove:
@@ -245,7 +245,7 @@ func stepEndpoints(c *etcdv1alpha1.EtcdCluster, a membership.Action, obs observa
 
 // voterClientURLs lists the client URLs of the voting members that have a pod; all pods' URLs when etcd's
 // member list is unknown (the step then fails or succeeds on whichever member answers).
-func voterClientURLs(c *etcdv1alpha1.EtcdCluster, obs observation, urls MemberURLs) []string {
+func voterClientURLs(c *etcdv1beta1.EtcdCluster, obs observation, urls MemberURLs) []string {
 	var endpoints []string
 	for _, m := range obs.members {
 		if ord, ok := obs.ordinals[m.ID]; ok && !m.IsLearner && obs.podByOrdinal[ord] != nil {

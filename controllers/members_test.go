@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/etcd"
 	"github.com/seedops/etcd-operator/internal/membership"
 )
@@ -17,10 +17,10 @@ import (
 // ordinalURLs names a member's client URL by its ordinal only.
 type ordinalURLs struct{}
 
-func (ordinalURLs) PeerURL(_ *etcdv1alpha1.EtcdCluster, i int) string {
+func (ordinalURLs) PeerURL(_ *etcdv1beta1.EtcdCluster, i int) string {
 	return fmt.Sprintf("peer-%d", i)
 }
-func (ordinalURLs) ClientURL(_ *etcdv1alpha1.EtcdCluster, i int) string {
+func (ordinalURLs) ClientURL(_ *etcdv1beta1.EtcdCluster, i int) string {
 	return fmt.Sprintf("client-%d", i)
 }
 
@@ -28,7 +28,7 @@ func (ordinalURLs) ClientURL(_ *etcdv1alpha1.EtcdCluster, i int) string {
 // every such request with "rpc not supported for learner" (seen on the node: a promotion failed and was
 // retried). Without a member list, every pod's URL is used.
 func TestVoterClientURLs(t *testing.T) {
-	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
+	c := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
 	pods := map[int]*corev1.Pod{0: {}, 1: {}, 2: {}, 3: {}}
 	for _, tc := range []struct {
 		name    string
@@ -56,7 +56,7 @@ func TestVoterClientURLs(t *testing.T) {
 // succeeded was reported as failed, with a ReconcileFailed warning and Degraded=True); a leadership move
 // goes to the leader only.
 func TestStepEndpoints(t *testing.T) {
-	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
+	c := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
 	obs := observation{urls: ordinalURLs{}, podByOrdinal: map[int]*corev1.Pod{0: {}, 1: {}, 2: {}, 3: {}},
 		members:  []etcd.Member{{ID: 10}, {ID: 11}, {ID: 12}, {ID: 13}},
 		ordinals: map[uint64]int{10: 0, 11: 1, 12: 2, 13: 3},
@@ -97,7 +97,7 @@ func TestStepEndpoints(t *testing.T) {
 // step interval.
 func TestRequeueAfterLooksSoonerAtAwaitedLearners(t *testing.T) {
 	r := &EtcdClusterReconciler{}
-	c := &etcdv1alpha1.EtcdCluster{}
+	c := &etcdv1beta1.EtcdCluster{}
 	obs := observation{pods: []corev1.Pod{{}}}
 	awaiting := membership.Decision{Phase: membership.PhaseScaling, AwaitsLearner: true}
 	if got := r.requeueAfter(c, obs, awaiting, false, false); got != learnerPollInterval {
@@ -129,7 +129,7 @@ func TestRequeueAfterLooksSoonerAtAwaitedLearners(t *testing.T) {
 // TestMemberConfigNamesLateMembers: the planner's late members reach the members' configuration by pod
 // name, which is what the member gate compares with its own ETCD_NAME.
 func TestMemberConfigNamesLateMembers(t *testing.T) {
-	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
+	c := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
 	cfg := &membership.Config{State: membership.StateNew, Late: []int{3, 4}}
 	for i := range 5 {
 		cfg.Members = append(cfg.Members, membership.ConfigMember{Ordinal: i, Name: fmt.Sprintf("c-%d", i)})

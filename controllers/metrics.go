@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/etcd"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
@@ -99,8 +99,8 @@ var (
 		append(clusterLabels, "step", "result"), nil)
 
 	// metricConditions are the condition types exported, in order.
-	metricConditions = []string{etcdv1alpha1.ConditionAvailable, etcdv1alpha1.ConditionProgressing,
-		etcdv1alpha1.ConditionDegraded, etcdv1alpha1.ConditionBackupSucceeded}
+	metricConditions = []string{etcdv1beta1.ConditionAvailable, etcdv1beta1.ConditionProgressing,
+		etcdv1beta1.ConditionDegraded, etcdv1beta1.ConditionBackupSucceeded}
 	// metricAlarms are the alarm types always exported (zero when none is active).
 	metricAlarms = []etcd.AlarmType{etcd.AlarmNoSpace, etcd.AlarmCorrupt}
 )
@@ -119,7 +119,7 @@ func MetricNames() []string {
 
 // clusterMetrics derives the cluster's series from c's status (and the database quota from its spec). It is
 // pure: no API calls, no clock.
-func clusterMetrics(c *etcdv1alpha1.EtcdCluster) []prometheus.Metric {
+func clusterMetrics(c *etcdv1beta1.EtcdCluster) []prometheus.Metric {
 	ns, name := c.Namespace, c.Name
 	var out []prometheus.Metric
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
@@ -146,7 +146,7 @@ func clusterMetrics(c *etcdv1alpha1.EtcdCluster) []prometheus.Metric {
 		gauge(descClusterMembers, float64(counts[s]), s)
 	}
 	gauge(descClusterHasLeader, boolValue(leader))
-	gauge(descClusterQuorum, boolValue(meta.IsStatusConditionTrue(st.Conditions, etcdv1alpha1.ConditionAvailable)))
+	gauge(descClusterQuorum, boolValue(meta.IsStatusConditionTrue(st.Conditions, etcdv1beta1.ConditionAvailable)))
 	for _, t := range metricConditions {
 		if cond := meta.FindStatusCondition(st.Conditions, t); cond != nil {
 			gauge(descClusterCondition, boolValue(cond.Status == metav1.ConditionTrue), t)
@@ -211,7 +211,7 @@ const (
 // took ten times the memory (about 9 MiB at 1,000 clusters).
 type clusterCollector struct {
 	mu       sync.Mutex
-	clusters map[types.NamespacedName]*etcdv1alpha1.EtcdCluster
+	clusters map[types.NamespacedName]*etcdv1beta1.EtcdCluster
 	// steps counts membership and maintenance steps per cluster: counters, so they live here rather than
 	// in the status the gauges are derived from.
 	steps map[stepKey]float64
@@ -225,16 +225,16 @@ type stepKey struct {
 }
 
 func newClusterCollector() *clusterCollector {
-	return &clusterCollector{clusters: map[types.NamespacedName]*etcdv1alpha1.EtcdCluster{}, steps: map[stepKey]float64{}}
+	return &clusterCollector{clusters: map[types.NamespacedName]*etcdv1beta1.EtcdCluster{}, steps: map[stepKey]float64{}}
 }
 
 // countMembershipStep counts a membership step of action on c with its result.
-func (cc *clusterCollector) countMembershipStep(c *etcdv1alpha1.EtcdCluster, action, result string) {
+func (cc *clusterCollector) countMembershipStep(c *etcdv1beta1.EtcdCluster, action, result string) {
 	cc.count(stepKey{types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, descMembershipSteps, action, result})
 }
 
 // countMaintenanceStep counts a maintenance step of kind on c with its result.
-func (cc *clusterCollector) countMaintenanceStep(c *etcdv1alpha1.EtcdCluster, kind, result string) {
+func (cc *clusterCollector) countMaintenanceStep(c *etcdv1beta1.EtcdCluster, kind, result string) {
 	cc.count(stepKey{types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, descMaintenanceSteps, kind, result})
 }
 
@@ -248,7 +248,7 @@ func (cc *clusterCollector) count(k stepKey) {
 }
 
 // observe replaces c's series with those of its current status.
-func (cc *clusterCollector) observe(c *etcdv1alpha1.EtcdCluster) {
+func (cc *clusterCollector) observe(c *etcdv1beta1.EtcdCluster) {
 	if cc == nil {
 		return
 	}
@@ -260,8 +260,8 @@ func (cc *clusterCollector) observe(c *etcdv1alpha1.EtcdCluster) {
 
 // metricsView is the part of c that clusterMetrics reads (condition messages, member URLs and the rest of
 // the spec and status left out), copied so that nothing of the reconciler's object stays referenced.
-func metricsView(c *etcdv1alpha1.EtcdCluster) *etcdv1alpha1.EtcdCluster {
-	v := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name}}
+func metricsView(c *etcdv1beta1.EtcdCluster) *etcdv1beta1.EtcdCluster {
+	v := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name}}
 	v.Spec.Version, v.Spec.StorageSize = c.Spec.Version, c.Spec.StorageSize.DeepCopy()
 	if q := c.Spec.Etcd.QuotaBackendSize; q != nil {
 		v.Spec.Etcd.QuotaBackendSize = ptr.To(q.DeepCopy())
@@ -272,16 +272,16 @@ func metricsView(c *etcdv1alpha1.EtcdCluster) *etcdv1alpha1.EtcdCluster {
 		vs.LastBackupTime = st.LastBackupTime.DeepCopy()
 	}
 	for _, m := range st.Members {
-		vs.Members = append(vs.Members, etcdv1alpha1.MemberStatus{Name: m.Name, Unknown: m.Unknown, Healthy: m.Healthy, Learner: m.Learner,
+		vs.Members = append(vs.Members, etcdv1beta1.MemberStatus{Name: m.Name, Unknown: m.Unknown, Healthy: m.Healthy, Learner: m.Learner,
 			Leader: m.Leader, DBSizeBytes: m.DBSizeBytes, DBSizeInUseBytes: m.DBSizeInUseBytes})
 	}
 	for _, cond := range st.Conditions {
 		vs.Conditions = append(vs.Conditions, metav1.Condition{Type: cond.Type, Status: cond.Status, LastTransitionTime: cond.LastTransitionTime})
 	}
 	if st.TLS != nil {
-		vs.TLS = &etcdv1alpha1.TLSStatus{}
+		vs.TLS = &etcdv1beta1.TLSStatus{}
 		for _, cert := range st.TLS.Certificates {
-			vs.TLS.Certificates = append(vs.TLS.Certificates, etcdv1alpha1.CertificateStatus{Name: cert.Name, NotAfter: cert.NotAfter})
+			vs.TLS.Certificates = append(vs.TLS.Certificates, etcdv1beta1.CertificateStatus{Name: cert.Name, NotAfter: cert.NotAfter})
 		}
 	}
 	return v
@@ -313,7 +313,7 @@ func (cc *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 func (cc *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	cc.mu.Lock()
 	// A stored view is never changed (observe replaces it), so the series are built outside the lock.
-	views := make([]*etcdv1alpha1.EtcdCluster, 0, len(cc.clusters))
+	views := make([]*etcdv1beta1.EtcdCluster, 0, len(cc.clusters))
 	for _, view := range cc.clusters {
 		views = append(views, view)
 	}

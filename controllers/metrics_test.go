@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
@@ -28,21 +28,21 @@ var metricsEpoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // metricsCluster is a cluster with a leader, a healthy voter, a learner catching up, an unhealthy voter
 // and a member the operator did not add; TLS certificates and a successful backup.
-func metricsCluster(ns, name string) *etcdv1alpha1.EtcdCluster {
+func metricsCluster(ns, name string) *etcdv1beta1.EtcdCluster {
 	at := func(d time.Duration) metav1.Time { return metav1.NewTime(metricsEpoch.Add(d)) }
 	backup := at(-time.Hour)
-	return &etcdv1alpha1.EtcdCluster{
+	return &etcdv1beta1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: etcdv1alpha1.EtcdClusterSpec{Version: "3.5.35", Replicas: 3, StorageSize: resource.MustParse("8Gi"),
-			Etcd: etcdv1alpha1.EtcdSettingsSpec{QuotaBackendSize: ptr.To(resource.MustParse("2Gi"))}},
-		Status: etcdv1alpha1.EtcdClusterStatus{
+		Spec: etcdv1beta1.EtcdClusterSpec{Version: "3.5.35", Replicas: 3, StorageSize: resource.MustParse("8Gi"),
+			Etcd: etcdv1beta1.EtcdSettingsSpec{QuotaBackendSize: ptr.To(resource.MustParse("2Gi"))}},
+		Status: etcdv1beta1.EtcdClusterStatus{
 			CurrentVersion: "3.5.34",
 			Conditions: []metav1.Condition{
-				{Type: etcdv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: ReasonQuorumHealthy},
-				{Type: etcdv1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: "Upgrading"},
-				{Type: etcdv1alpha1.ConditionDegraded, Status: metav1.ConditionUnknown, Reason: "Unknown"},
+				{Type: etcdv1beta1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: ReasonQuorumHealthy},
+				{Type: etcdv1beta1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: "Upgrading"},
+				{Type: etcdv1beta1.ConditionDegraded, Status: metav1.ConditionUnknown, Reason: "Unknown"},
 			},
-			Members: []etcdv1alpha1.MemberStatus{
+			Members: []etcdv1beta1.MemberStatus{
 				{Name: name + "-0", ID: "8e9e05c52164694d", Leader: true, Healthy: true, DBSizeBytes: 4096, DBSizeInUseBytes: 2048},
 				{Name: name + "-1", ID: "91bc3c398fb3c146", Healthy: true, DBSizeBytes: 8192, DBSizeInUseBytes: 1024},
 				{Name: name + "-2", ID: "fd422379fda50e48", Healthy: false},
@@ -51,7 +51,7 @@ func metricsCluster(ns, name string) *etcdv1alpha1.EtcdCluster {
 			},
 			Alarms:         []string{"NOSPACE on " + name + "-0", "NOSPACE on " + name + "-1"},
 			LastBackupTime: &backup,
-			TLS: &etcdv1alpha1.TLSStatus{Enabled: true, Certificates: []etcdv1alpha1.CertificateStatus{
+			TLS: &etcdv1beta1.TLSStatus{Enabled: true, Certificates: []etcdv1beta1.CertificateStatus{
 				{Name: "ca", SecretName: name + "-ca", NotAfter: at(10 * 365 * 24 * time.Hour)},
 				{Name: "server", SecretName: name + "-server", NotAfter: at(90 * 24 * time.Hour)},
 			}},
@@ -135,8 +135,8 @@ func TestClusterMetricsFollowStatus(t *testing.T) {
 
 	// Quorum lost: the leader and main-1 left, main-2 recovered without a leader, no TLS, no backup yet.
 	lost := main.DeepCopy()
-	lost.Status.Members = []etcdv1alpha1.MemberStatus{{Name: "main-2", Healthy: true, DBSizeBytes: 1 << 20, DBSizeInUseBytes: 1 << 19}}
-	lost.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha1.ConditionAvailable, Status: metav1.ConditionFalse, Reason: "QuorumLost"}}
+	lost.Status.Members = []etcdv1beta1.MemberStatus{{Name: "main-2", Healthy: true, DBSizeBytes: 1 << 20, DBSizeInUseBytes: 1 << 19}}
+	lost.Status.Conditions = []metav1.Condition{{Type: etcdv1beta1.ConditionAvailable, Status: metav1.ConditionFalse, Reason: "QuorumLost"}}
 	lost.Status.TLS, lost.Status.LastBackupTime, lost.Status.Alarms = nil, nil, nil
 	cc.observe(lost)
 
@@ -255,8 +255,8 @@ etcd_operator_cluster_condition_last_transition_timestamp_seconds{cluster="main"
 // series its status can back.
 func TestClusterMetricsBeforeFirstObservation(t *testing.T) {
 	cc := newClusterCollector()
-	cc.observe(&etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "new"},
-		Spec: etcdv1alpha1.EtcdClusterSpec{Version: "3.6.7", StorageSize: resource.MustParse("10Gi")}})
+	cc.observe(&etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "new"},
+		Spec: etcdv1beta1.EtcdClusterSpec{Version: "3.6.7", StorageSize: resource.MustParse("10Gi")}})
 	const want = `
 # HELP etcd_operator_cluster_db_quota_bytes The members' configured database space quota (spec.etcd.quotaBackendSize, or the default derived from spec.storageSize).
 # TYPE etcd_operator_cluster_db_quota_bytes gauge
@@ -334,11 +334,11 @@ func TestClusterCollectorRegistration(t *testing.T) {
 // cannot observe the cluster, and forgets a cluster that is gone.
 func TestReconcileReportsAndForgetsMetrics(t *testing.T) {
 	scheme := testScheme(t)
-	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 2},
-		Spec: etcdv1alpha1.EtcdClusterSpec{Version: "3.5.35", Replicas: 3, TLS: etcdv1alpha1.TLSSpec{Enabled: ptr.To(false)}}}
-	c.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue,
+	c := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 2},
+		Spec: etcdv1beta1.EtcdClusterSpec{Version: "3.5.35", Replicas: 3, TLS: etcdv1beta1.TLSSpec{Enabled: ptr.To(false)}}}
+	c.Status.Conditions = []metav1.Condition{{Type: etcdv1beta1.ConditionAvailable, Status: metav1.ConditionTrue,
 		Reason: ReasonQuorumHealthy, LastTransitionTime: metav1.Now()}}
-	c.Status.Members = []etcdv1alpha1.MemberStatus{{Name: "c-0", Leader: true, Healthy: true, DBSizeBytes: 1 << 20}}
+	c.Status.Members = []etcdv1beta1.MemberStatus{{Name: "c-0", Leader: true, Healthy: true, DBSizeBytes: 1 << 20}}
 	boom := errors.New("the API server refused to list pods")
 	cl := clientRefusingPodLists(scheme, c, boom)
 	r := &EtcdClusterReconciler{Client: cl, Recorder: &events.FakeRecorder{}, Options: resources.DefaultOptions(),
@@ -375,7 +375,7 @@ etcd_operator_member_db_size_bytes{cluster="c",member="c-0",namespace="ns"} 1.04
 
 // registrySeries counts the series of c that controller-runtime's registry (what the manager's metrics
 // endpoint serves) holds under the metric name, or under any of the operator's metrics for "".
-func registrySeries(name string, c *etcdv1alpha1.EtcdCluster) int {
+func registrySeries(name string, c *etcdv1beta1.EtcdCluster) int {
 	families, err := metrics.Registry.Gather()
 	if err != nil {
 		return -1
@@ -403,7 +403,7 @@ func registrySeries(name string, c *etcdv1alpha1.EtcdCluster) int {
 func TestMetricsViewKeepsEverySeries(t *testing.T) {
 	c := metricsCluster("ns", "prod")
 	c.Status.Conditions[0].LastTransitionTime = metav1.NewTime(metricsEpoch.Add(-time.Minute))
-	series := func(c *etcdv1alpha1.EtcdCluster) []string {
+	series := func(c *etcdv1beta1.EtcdCluster) []string {
 		var out []string
 		for _, m := range clusterMetrics(c) {
 			var pb dto.Metric

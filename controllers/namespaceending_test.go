@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
@@ -21,7 +21,7 @@ import (
 // cluster's reconciles find their objects going and cannot create new ones there (the API server refuses
 // any creation in a namespace being deleted). That is the end of the cluster, not a failure to retry.
 var _ = Describe("A cluster whose namespace is being deleted", func() {
-	clusterInNewNamespace := func(ctx context.Context) (*corev1.Namespace, *etcdv1alpha1.EtcdCluster) {
+	clusterInNewNamespace := func(ctx context.Context) (*corev1.Namespace, *etcdv1beta1.EtcdCluster) {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ending-"}}
 		Expect(k8sClient.Create(ctx, ns)).To(Succeed())
 		c := newCluster(ns.Name)
@@ -51,7 +51,7 @@ var _ = Describe("A cluster whose namespace is being deleted", func() {
 		_, err := r.Reconcile(ctx, req)
 		Expect(err).NotTo(HaveOccurred(), "a write refused in a namespace being deleted is not retried as a failure")
 		Expect(get(ctx, c)).To(Succeed())
-		progressing := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionProgressing)
+		progressing := meta.FindStatusCondition(c.Status.Conditions, etcdv1beta1.ConditionProgressing)
 		Expect(progressing).NotTo(BeNil())
 		Expect(progressing.Message).To(ContainSubstring("being terminated"), "status still says why the cluster does not converge")
 	})
@@ -70,6 +70,6 @@ var _ = Describe("A cluster whose namespace is being deleted", func() {
 		err = get(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: resources.BackupJobName(b)}})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the backup's Job: %v", err)
 		Expect(get(ctx, b)).To(Succeed())
-		Expect(b.Status.Phase).To(Equal(etcdv1alpha1.BackupPending))
+		Expect(b.Status.Phase).To(Equal(etcdv1beta1.BackupPending))
 	})
 })

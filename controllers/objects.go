@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/failpoint"
 	"github.com/seedops/etcd-operator/internal/membership"
 	"github.com/seedops/etcd-operator/internal/resources"
@@ -54,7 +54,7 @@ func (r *EtcdClusterReconciler) reconcileConfigMap(ctx context.Context, s *recon
 // reconcile), and that pod's gate reads it once, when it starts. Planned from a cache that lags an earlier
 // write, it could name a second member while the first is being forced, or bring back an instruction
 // already ended: two one-member clusters. Then the reconcile stops and plans again.
-func (r *EtcdClusterReconciler) confirmForcing(ctx context.Context, c *etcdv1alpha1.EtcdCluster, cached, writing *membership.ForceNewCluster) error {
+func (r *EtcdClusterReconciler) confirmForcing(ctx context.Context, c *etcdv1beta1.EtcdCluster, cached, writing *membership.ForceNewCluster) error {
 	if writing == nil {
 		return nil
 	}
@@ -151,7 +151,7 @@ func extractStatefulSet(sts *appsv1.StatefulSet, fieldManager string) (*appsv1ac
 }
 
 // volumeClaimTemplatesMatch reports whether the StatefulSet's data claim template has the spec's size.
-func volumeClaimTemplatesMatch(sts *appsv1.StatefulSet, c *etcdv1alpha1.EtcdCluster) bool {
+func volumeClaimTemplatesMatch(sts *appsv1.StatefulSet, c *etcdv1beta1.EtcdCluster) bool {
 	for _, t := range sts.Spec.VolumeClaimTemplates {
 		if t.Name == resources.DataVolumeName {
 			size := t.Spec.Resources.Requests[corev1.ResourceStorage]
@@ -163,7 +163,7 @@ func volumeClaimTemplatesMatch(sts *appsv1.StatefulSet, c *etcdv1alpha1.EtcdClus
 
 // growVolumeClaims raises the storage request of every member claim smaller than storageSize. The
 // storage class must allow expansion; if it does not, the API server refuses and status says so.
-func (r *EtcdClusterReconciler) growVolumeClaims(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
+func (r *EtcdClusterReconciler) growVolumeClaims(ctx context.Context, c *etcdv1beta1.EtcdCluster) error {
 	claims := &corev1.PersistentVolumeClaimList{}
 	if err := r.List(ctx, claims, client.InNamespace(c.Namespace), client.MatchingLabels(resources.SelectorLabels(c))); err != nil {
 		return err

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/membership"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
@@ -34,14 +34,14 @@ var _ = Describe("EtcdCluster NetworkPolicy", func() {
 		npKey := key(c.Namespace, resources.NetworkPolicyName(c))
 		Expect(k8sClient.Get(ctx, npKey, np)).To(Satisfy(apierrors.IsNotFound), "off by default")
 
-		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.NetworkPolicy.Enabled = true })).To(Succeed())
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1beta1.EtcdCluster).Spec.NetworkPolicy.Enabled = true })).To(Succeed())
 		Eventually(func() error { return k8sClient.Get(ctx, npKey, np) }, timeout, interval).Should(Succeed())
 		Expect(np.OwnerReferences).To(ContainElement(HaveField("UID", c.UID)))
 		Expect(np.Spec.PodSelector.MatchLabels).To(Equal(resources.SelectorLabels(c)))
 		Expect(np.Spec.Ingress).To(HaveLen(3))
 		Expect(np.Spec.Ingress[1].From).To(ContainElement(HaveField("PodSelector.MatchLabels", HaveKeyWithValue(resources.LabelClient, c.Name))))
 
-		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.NetworkPolicy.Enabled = false })).To(Succeed())
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1beta1.EtcdCluster).Spec.NetworkPolicy.Enabled = false })).To(Succeed())
 		Eventually(func() error { return k8sClient.Get(ctx, npKey, np) }, timeout, interval).Should(Satisfy(apierrors.IsNotFound))
 	})
 })
@@ -88,7 +88,7 @@ func TestHolds(t *testing.T) {
 // nothing: where the API server no longer serves the kind (the error an apply then gets), the PodMonitor
 // phase reports no error, so the reconcile goes on as before.
 func TestPodMonitorKindRemoved(t *testing.T) {
-	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", UID: "uid-c"}}
+	c := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", UID: "uid-c"}}
 	for name, gone := range map[string]error{
 		"no REST mapping":         &meta.NoKindMatchError{GroupKind: resources.PodMonitorGVK.GroupKind(), SearchedVersions: []string{"v1"}},
 		"404 from the API server": apierrors.NewNotFound(schema.GroupResource{Group: "monitoring.coreos.com", Resource: "podmonitors"}, "c"),
@@ -121,7 +121,7 @@ func TestPodMonitorKindRemoved(t *testing.T) {
 // holds. A reconcile that planned from a cache without the instruction another reconcile wrote (naming
 // member 0) must not name member 1 too, nor bring back an instruction already taken out.
 func TestConfirmForcing(t *testing.T) {
-	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}}
+	c := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}}
 	a := &membership.ForceNewCluster{Member: "c-0", OldPod: "u0"}
 	b := &membership.ForceNewCluster{Member: "c-1", OldPod: "u1"}
 	configWith := func(f *membership.ForceNewCluster) client.Object {

@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/etcd"
 	"github.com/seedops/etcd-operator/internal/membergate"
 	"github.com/seedops/etcd-operator/internal/membership"
@@ -62,7 +62,7 @@ type observation struct {
 	// started (only then is it looked at: it takes one more call).
 	initialClusterIntact bool
 	// previous is the last reported status of each member, by name.
-	previous map[string]etcdv1alpha1.MemberStatus
+	previous map[string]etcdv1beta1.MemberStatus
 
 	// restore is the resolved spec.bootstrap.fromBackup; restoreWait says why it cannot start yet, and
 	// restoreFailed why a member's restore failed.
@@ -85,23 +85,23 @@ type observation struct {
 	alarms []etcd.Alarm
 	// tls is the cluster's CA and certificates; tlsStatus what status reports of them.
 	tls       tlsObservation
-	tlsStatus *etcdv1alpha1.TLSStatus
+	tlsStatus *etcdv1beta1.TLSStatus
 }
 
 // MemberURLs resolves a member to the URLs the operator registers in etcd and dials.
 type MemberURLs interface {
-	PeerURL(c *etcdv1alpha1.EtcdCluster, ordinal int) string
-	ClientURL(c *etcdv1alpha1.EtcdCluster, ordinal int) string
+	PeerURL(c *etcdv1beta1.EtcdCluster, ordinal int) string
+	ClientURL(c *etcdv1beta1.EtcdCluster, ordinal int) string
 }
 
 // dnsURLs are the members' stable DNS names through the headless Service.
 type dnsURLs struct{ o resources.Options }
 
-func (u dnsURLs) PeerURL(c *etcdv1alpha1.EtcdCluster, i int) string {
+func (u dnsURLs) PeerURL(c *etcdv1beta1.EtcdCluster, i int) string {
 	return resources.MemberPeerURL(c, i, u.o)
 }
 
-func (u dnsURLs) ClientURL(c *etcdv1alpha1.EtcdCluster, i int) string {
+func (u dnsURLs) ClientURL(c *etcdv1beta1.EtcdCluster, i int) string {
 	return resources.MemberClientURL(c, i, u.o)
 }
 
@@ -117,7 +117,7 @@ func (r *EtcdClusterReconciler) urlsFor(o resources.Options) MemberURLs {
 // cluster's names are part of its identity (the peer URLs etcd has registered, the names its certificates
 // carry), so a changed --cluster-domain applies to new clusters only. The template's probe settings are
 // kept too while its etcd image is the desired one: they change with the next roll, never cause one.
-func clusterOptions(base resources.Options, c *etcdv1alpha1.EtcdCluster, sts *appsv1.StatefulSet, pods []corev1.Pod) resources.Options {
+func clusterOptions(base resources.Options, c *etcdv1beta1.EtcdCluster, sts *appsv1.StatefulSet, pods []corev1.Pod) resources.Options {
 	if spec := memberPodSpec(sts, pods); spec != nil {
 		if domain := advertisedDomain(spec); domain != "" {
 			base.ClusterDomain = domain
@@ -184,12 +184,12 @@ func advertisedDomain(spec *corev1.PodSpec) string {
 }
 
 // observe reads the StatefulSet, member pods and claims, and, when member pods exist, etcd itself.
-func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (observation, error) {
+func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta1.EtcdCluster) (observation, error) {
 	obs := observation{
 		podByOrdinal: map[int]*corev1.Pod{},
 		clientURLs:   map[int]string{},
 		pvcByOrdinal: map[int]*corev1.PersistentVolumeClaim{},
-		previous:     map[string]etcdv1alpha1.MemberStatus{},
+		previous:     map[string]etcdv1beta1.MemberStatus{},
 	}
 	for _, m := range c.Status.Members {
 		obs.previous[m.Name] = m
@@ -270,7 +270,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 // with the API server: the cache may not have caught up with a StatefulSet created moments ago, and every
 // decision that follows (bootstrap or not, TLS or not, which member template) differs for a cluster that
 // has one. The live read happens only while the cache has none, so a cluster at rest costs nothing.
-func (r *EtcdClusterReconciler) statefulSet(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (*appsv1.StatefulSet, error) {
+func (r *EtcdClusterReconciler) statefulSet(ctx context.Context, c *etcdv1beta1.EtcdCluster) (*appsv1.StatefulSet, error) {
 	key := client.ObjectKey{Namespace: c.Namespace, Name: resources.StatefulSetName(c)}
 	sts := &appsv1.StatefulSet{}
 	err := r.Get(ctx, key, sts)
@@ -287,7 +287,7 @@ func (r *EtcdClusterReconciler) statefulSet(ctx context.Context, c *etcdv1alpha1
 }
 
 // observeEtcd reads the member list and asks each member about itself.
-func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation) error {
+func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, c *etcdv1beta1.EtcdCluster, obs *observation) error {
 	cli, err := r.dial(ctx, c, obs, sortedClientURLs(*obs))
 	if err != nil {
 		return err
@@ -354,7 +354,7 @@ func memberHealth(m etcd.Member, st etcd.EndpointStatus, ready bool) (healthy, e
 
 // initialClusterIntact reports whether members, of which one never started and none is a learner, are
 // exactly the cluster etcd bootstrapped under c's initial cluster token (membergate.IsInitialCluster).
-func initialClusterIntact(ctx context.Context, cli etcd.Client, c *etcdv1alpha1.EtcdCluster, members []etcd.Member) bool {
+func initialClusterIntact(ctx context.Context, cli etcd.Client, c *etcdv1beta1.EtcdCluster, members []etcd.Member) bool {
 	peers, unstarted := map[uint64][]string{}, false
 	for _, m := range members {
 		if m.IsLearner {
@@ -421,7 +421,7 @@ func surveyMembers(ctx context.Context, cli etcd.Client, obs observation) []surv
 }
 
 // dial connects to the members, over TLS with the operator's client certificate when the cluster serves TLS.
-func (r *EtcdClusterReconciler) dial(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, endpoints []string) (etcd.Client, error) {
+func (r *EtcdClusterReconciler) dial(ctx context.Context, c *etcdv1beta1.EtcdCluster, obs *observation, endpoints []string) (etcd.Client, error) {
 	if obs.tls.refusal != "" {
 		return nil, tlsRefusal{obs.tls.refusal}
 	}
@@ -438,7 +438,7 @@ func (r *EtcdClusterReconciler) dial(ctx context.Context, c *etcdv1alpha1.EtcdCl
 // name, whatever URL it registered: a changed cluster domain must not make the operator's own members
 // strangers), or by peer URL for a member that has not started yet; -1 for a member the operator does
 // not know.
-func memberOrdinal(c *etcdv1alpha1.EtcdCluster, m etcd.Member, urls MemberURLs) int {
+func memberOrdinal(c *etcdv1beta1.EtcdCluster, m etcd.Member, urls MemberURLs) int {
 	if m.Name != "" {
 		return resources.MemberOrdinal(c, m.Name)
 	}
@@ -455,7 +455,7 @@ func memberOrdinal(c *etcdv1alpha1.EtcdCluster, m etcd.Member, urls MemberURLs) 
 
 // peerURLOrdinal reads the ordinal from a stable peer URL "<scheme>://<cluster>-<n>.<peer service>.<ns>.svc..."
 // whatever its cluster domain; -1 when the URL is not one of this cluster's.
-func peerURLOrdinal(c *etcdv1alpha1.EtcdCluster, peerURL string) int {
+func peerURLOrdinal(c *etcdv1beta1.EtcdCluster, peerURL string) int {
 	u, err := url.Parse(peerURL)
 	if err != nil {
 		return -1
@@ -482,7 +482,7 @@ func (obs observation) unanswered() bool {
 
 // formed reports whether the cluster has ever reached quorum: an etcd member serves clients (the member
 // list included) only once it has joined one.
-func (obs observation) formed(c *etcdv1alpha1.EtcdCluster) bool {
+func (obs observation) formed(c *etcdv1beta1.EtcdCluster) bool {
 	return obs.reachable || reportedQuorum(c)
 }
 
@@ -511,7 +511,7 @@ func (obs observation) claimReplaced(name string, id uint64, ord int) bool {
 }
 
 // voters is the number of voting members (the spec's size when etcd cannot be asked).
-func (obs observation) voters(c *etcdv1alpha1.EtcdCluster) int32 {
+func (obs observation) voters(c *etcdv1beta1.EtcdCluster) int32 {
 	if !obs.reachable {
 		return c.Spec.Replicas
 	}
@@ -525,7 +525,7 @@ func (obs observation) voters(c *etcdv1alpha1.EtcdCluster) int32 {
 }
 
 // planInput turns the observation into the planner's input.
-func (obs observation) planInput(c *etcdv1alpha1.EtcdCluster, now time.Time, healAfter time.Duration) membership.Observed {
+func (obs observation) planInput(c *etcdv1beta1.EtcdCluster, now time.Time, healAfter time.Duration) membership.Observed {
 	in := membership.Observed{
 		Desired:              int(c.Spec.Replicas),
 		StatefulSetReplicas:  -1,
@@ -538,7 +538,7 @@ func (obs observation) planInput(c *etcdv1alpha1.EtcdCluster, now time.Time, hea
 		HealAfter:            healAfter,
 		TargetVersion:        c.Spec.Version,
 	}
-	if avail := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable); avail != nil && avail.Status == metav1.ConditionTrue {
+	if avail := meta.FindStatusCondition(c.Status.Conditions, etcdv1beta1.ConditionAvailable); avail != nil && avail.Status == metav1.ConditionTrue {
 		in.QuorumSince = avail.LastTransitionTime.Time
 	} else {
 		in.QuorumSince = now // quorum is being regained now (or was never seen): no heal clock ran before
@@ -604,10 +604,10 @@ func (obs observation) planInput(c *etcdv1alpha1.EtcdCluster, now time.Time, hea
 // recoveryInput is what quorum-loss recovery needs: the spec's choice, since when the majority is lost, the
 // voters last known (status keeps them while etcd cannot be asked) and whether each still has its data, and
 // what the members that still answer say of themselves.
-func (obs observation) recoveryInput(c *etcdv1alpha1.EtcdCluster) membership.Recovery {
+func (obs observation) recoveryInput(c *etcdv1beta1.EtcdCluster) membership.Recovery {
 	rc := membership.Recovery{
-		FromSurvivor: c.Spec.Recovery.QuorumLoss == etcdv1alpha1.QuorumLossFromSurvivor,
-		FromBackup:   c.Spec.Recovery.QuorumLoss == etcdv1alpha1.QuorumLossFromBackup,
+		FromSurvivor: c.Spec.Recovery.QuorumLoss == etcdv1beta1.QuorumLossFromSurvivor,
+		FromBackup:   c.Spec.Recovery.QuorumLoss == etcdv1beta1.QuorumLossFromBackup,
 		Backup:       newestBackup(obs.recoveryBackups),
 		After:        defaultRecoveryAfter,
 		Survivors:    map[int]membership.Survivor{},
@@ -621,7 +621,7 @@ func (obs observation) recoveryInput(c *etcdv1alpha1.EtcdCluster) membership.Rec
 		rc.TemplateGateHolds = gateHoldsForRecovery(&obs.statefulSet.Spec.Template.Spec)
 		rc.TemplateRestores = restoreRecoveryOf(&obs.statefulSet.Spec.Template.Spec)
 	}
-	if avail := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable); avail != nil &&
+	if avail := meta.FindStatusCondition(c.Status.Conditions, etcdv1beta1.ConditionAvailable); avail != nil &&
 		avail.Status == metav1.ConditionFalse && avail.Reason == ReasonQuorumLost {
 		rc.LostSince = avail.LastTransitionTime.Time
 	}
@@ -649,7 +649,7 @@ const defaultRecoveryAfter = 5 * time.Minute
 
 // podUpToDate: the pod runs the StatefulSet's current revision (or, before the StatefulSet controller
 // reported one, the desired image).
-func podUpToDate(p *corev1.Pod, c *etcdv1alpha1.EtcdCluster, sts *appsv1.StatefulSet, o resources.Options) bool {
+func podUpToDate(p *corev1.Pod, c *etcdv1beta1.EtcdCluster, sts *appsv1.StatefulSet, o resources.Options) bool {
 	if sts != nil && sts.Status.UpdateRevision != "" && sts.Status.ObservedGeneration == sts.Generation {
 		return p.Labels[appsv1.ControllerRevisionHashLabelKey] == sts.Status.UpdateRevision
 	}

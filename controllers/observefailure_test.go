@@ -16,13 +16,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
 // clientRefusingPodLists is a fake API server holding cluster c that answers every pod list with err, so
 // the reconcile cannot observe the cluster.
-func clientRefusingPodLists(scheme *runtime.Scheme, c *etcdv1alpha1.EtcdCluster, err error) client.WithWatch {
+func clientRefusingPodLists(scheme *runtime.Scheme, c *etcdv1beta1.EtcdCluster, err error) client.WithWatch {
 	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(c).WithStatusSubresource(c).
 		WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			if _, ok := list.(*corev1.PodList); ok {
@@ -36,29 +36,29 @@ func clientRefusingPodLists(scheme *runtime.Scheme, c *etcdv1alpha1.EtcdCluster,
 // for the current generation, that it is not converging and why.
 func TestStatusSaysWhyWhenObservationFails(t *testing.T) {
 	scheme := testScheme(t)
-	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 4},
-		Spec: etcdv1alpha1.EtcdClusterSpec{Version: "3.5.35", Replicas: 3, TLS: etcdv1alpha1.TLSSpec{Enabled: ptr.To(false)}}}
+	c := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 4},
+		Spec: etcdv1beta1.EtcdClusterSpec{Version: "3.5.35", Replicas: 3, TLS: etcdv1beta1.TLSSpec{Enabled: ptr.To(false)}}}
 	c.Status.ObservedGeneration = 3
-	c.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: ReasonQuorumHealthy, LastTransitionTime: metav1.Now()},
-		{Type: etcdv1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: ReasonReconciled, LastTransitionTime: metav1.Now()}}
+	c.Status.Conditions = []metav1.Condition{{Type: etcdv1beta1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: ReasonQuorumHealthy, LastTransitionTime: metav1.Now()},
+		{Type: etcdv1beta1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: ReasonReconciled, LastTransitionTime: metav1.Now()}}
 	boom := errors.New("the API server refused to list pods")
 	cl := clientRefusingPodLists(scheme, c, boom)
 	r := &EtcdClusterReconciler{Client: cl, Recorder: &events.FakeRecorder{}, Options: resources.DefaultOptions()}
 	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}); !errors.Is(err, boom) {
 		t.Fatalf("reconcile error %v, want the observation's", err)
 	}
-	got := &etcdv1alpha1.EtcdCluster{}
+	got := &etcdv1beta1.EtcdCluster{}
 	if err := cl.Get(context.Background(), client.ObjectKeyFromObject(c), got); err != nil {
 		t.Fatal(err)
 	}
 	if got.Status.ObservedGeneration != 4 {
 		t.Errorf("observedGeneration %d, want 4", got.Status.ObservedGeneration)
 	}
-	p := meta.FindStatusCondition(got.Status.Conditions, etcdv1alpha1.ConditionProgressing)
+	p := meta.FindStatusCondition(got.Status.Conditions, etcdv1beta1.ConditionProgressing)
 	if p == nil || p.Status != metav1.ConditionTrue || p.Reason != ReasonReconcileFailed || p.Message != boom.Error() {
 		t.Errorf("Progressing %+v: it must say the reconcile failed and why", p)
 	}
-	if d := meta.FindStatusCondition(got.Status.Conditions, etcdv1alpha1.ConditionDegraded); d == nil || d.Status != metav1.ConditionTrue {
+	if d := meta.FindStatusCondition(got.Status.Conditions, etcdv1beta1.ConditionDegraded); d == nil || d.Status != metav1.ConditionTrue {
 		t.Errorf("Degraded %+v", d)
 	}
 }

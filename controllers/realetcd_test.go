@@ -39,7 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/etcd"
 	"github.com/seedops/etcd-operator/internal/etcdtest"
 	"github.com/seedops/etcd-operator/internal/failpoint"
@@ -56,15 +56,15 @@ const realNS = "etcd-real"
 // processURLs resolves members to the local etcd processes.
 type processURLs struct{ c *etcdtest.Cluster }
 
-func (u processURLs) PeerURL(_ *etcdv1alpha1.EtcdCluster, i int) string   { return u.c.PeerURL(i) }
-func (u processURLs) ClientURL(_ *etcdv1alpha1.EtcdCluster, i int) string { return u.c.ClientURL(i) }
+func (u processURLs) PeerURL(_ *etcdv1beta1.EtcdCluster, i int) string   { return u.c.PeerURL(i) }
+func (u processURLs) ClientURL(_ *etcdv1beta1.EtcdCluster, i int) string { return u.c.ClientURL(i) }
 
 // fakeKubelet plays the StatefulSet controller and the kubelet for one cluster: a pod per ordinal below
 // the StatefulSet's size, each an etcd process configured from the operator's ConfigMap, ready when
 // etcd says it is healthy; a deleted pod's process stops.
 type fakeKubelet struct {
 	c       *etcdtest.Cluster
-	cluster *etcdv1alpha1.EtcdCluster
+	cluster *etcdv1beta1.EtcdCluster
 	dialer  etcd.Dialer
 
 	mu         sync.Mutex
@@ -424,7 +424,7 @@ func (k *fakeKubelet) checkAgreement(ctx context.Context) {
 	defer func() { _ = cli.Close() }()
 	replicas := k.replicas(ctx)
 	members, err := cli.MemberList(ctx)
-	spec := &etcdv1alpha1.EtcdCluster{}
+	spec := &etcdv1beta1.EtcdCluster{}
 	if err != nil || replicas < 0 || k8sClient.Get(ctx, client.ObjectKeyFromObject(k.cluster), spec) != nil || k.replicas(ctx) != replicas {
 		return
 	}
@@ -515,7 +515,7 @@ func etcdMembers(ctx context.Context, procs *etcdtest.Cluster, tlsConfig *tls.Co
 
 // membershipSteps reads etcd_operator_membership_steps_total of c's action and result from the registry the
 // manager's metrics endpoint serves.
-func membershipSteps(c *etcdv1alpha1.EtcdCluster, action membership.ActionType, result string) float64 {
+func membershipSteps(c *etcdv1beta1.EtcdCluster, action membership.ActionType, result string) float64 {
 	families, err := metrics.Registry.Gather()
 	Expect(err).NotTo(HaveOccurred())
 	want := map[string]string{"namespace": c.Namespace, "cluster": c.Name, "action": string(action), "result": result}
@@ -557,7 +557,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		ctx         context.Context
 		procs       *etcdtest.Cluster
 		kubelet     *fakeKubelet
-		c           *etcdv1alpha1.EtcdCluster
+		c           *etcdv1beta1.EtcdCluster
 		stopManager context.CancelFunc
 	)
 	BeforeAll(func() {
@@ -587,7 +587,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		// The kubelet's own copy of the cluster's name: specs decode into c while the kubelet runs, and a
 		// name read mid-decode is empty (a pod "-1" not found reads as member 1's pod deleted).
 		kubelet = &fakeKubelet{c: procs, dialer: etcd.NewDialer(2 * time.Second), tickets: map[int]types.UID{}, ticketed: map[types.UID]bool{},
-			cluster: &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace}}}
+			cluster: &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace}}}
 		done := make(chan struct{})
 		go func() { defer close(done); kubelet.run(kctx) }()
 		DeferCleanup(func() { stopKubelet(); <-done })
@@ -610,7 +610,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		return func(g Gomega) {
 			g.Expect(get(ctx, c)).To(Succeed())
 			g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
-			g.Expect(c.Status.Phase).To(Equal(etcdv1alpha1.PhaseRunning), "conditions: %v", c.Status.Conditions)
+			g.Expect(c.Status.Phase).To(Equal(etcdv1beta1.PhaseRunning), "conditions: %v", c.Status.Conditions)
 			g.Expect(c.Status.Members).To(HaveLen(n))
 			for _, m := range c.Status.Members {
 				g.Expect(m.Healthy).To(BeTrue(), m.Name)
@@ -642,7 +642,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 
 	It("scales 3 to 5 through learners, surviving an operator restart mid-way", func() {
 		start := time.Now()
-		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.Replicas = 5 })).To(Succeed())
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1beta1.EtcdCluster).Spec.Replicas = 5 })).To(Succeed())
 		// Kill the operator as soon as the first learner exists, then start a new one.
 		Eventually(func() int { return len(etcdMembers(ctx, procs, kubelet.tlsConfig())) }, 60*time.Second, 50*time.Millisecond).Should(Equal(4))
 		stopManager()
@@ -654,7 +654,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 	It("scales 5 back to 3, removing members before shrinking the StatefulSet", func() {
 		start := time.Now()
 		removed := membershipSteps(c, membership.ActionRemove, stepTaken)
-		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.Replicas = 3 })).To(Succeed())
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1beta1.EtcdCluster).Spec.Replicas = 3 })).To(Succeed())
 		Eventually(running(3), 120*time.Second, 250*time.Millisecond).Should(Succeed())
 		GinkgoWriter.Printf("scale 5->3: %s\n", time.Since(start))
 		Expect(membershipSteps(c, membership.ActionRemove, stepTaken)-removed).To(BeEquivalentTo(2),
@@ -664,7 +664,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 	It("replaces at once a member whose claim was replaced while the operator was down", func() {
 		victim := resources.MemberName(c, 1)
 		claimName := resources.DataVolumeName + "-" + victim
-		var recorded etcdv1alpha1.MemberStatus
+		var recorded etcdv1beta1.MemberStatus
 		Eventually(func(g Gomega) {
 			g.Expect(get(ctx, c)).To(Succeed())
 			for _, m := range c.Status.Members {
@@ -826,7 +826,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		}
 		Expect(put(nobody, "", "")).To(Succeed(), "without authentication any certificate from the CA may write")
 
-		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.Auth.Enabled = true })).To(Succeed())
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1beta1.EtcdCluster).Spec.Auth.Enabled = true })).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(get(ctx, c)).To(Succeed())
 			g.Expect(c.Status.AuthEnabled).To(Equal(ptr.To(true)))
@@ -841,7 +841,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		// The operator still manages the cluster with authentication on.
 		Eventually(running(3), 30*time.Second, 250*time.Millisecond).Should(Succeed())
 
-		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.Auth.Enabled = false })).To(Succeed())
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1beta1.EtcdCluster).Spec.Auth.Enabled = false })).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(get(ctx, c)).To(Succeed())
 			g.Expect(c.Status.AuthEnabled).To(Equal(ptr.To(false)))
@@ -860,7 +860,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		}
 		before := ids()
 		Expect(before).To(HaveLen(3))
-		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.Replicas = 5 })).To(Succeed())
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1beta1.EtcdCluster).Spec.Replicas = 5 })).To(Succeed())
 		Eventually(func() int { return len(etcdMembers(ctx, procs, kubelet.tlsConfig())) }, 60*time.Second, 50*time.Millisecond).Should(Equal(4))
 
 		By("deleting the StatefulSet, its pods left running (as kubectl delete --cascade=orphan does)")
@@ -889,7 +889,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		for name, id := range before {
 			Expect(after).To(HaveKeyWithValue(name, id), "member %s kept its identity", name)
 		}
-		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.Replicas = 3 })).To(Succeed())
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1beta1.EtcdCluster).Spec.Replicas = 3 })).To(Succeed())
 		Eventually(running(3), 120*time.Second, 250*time.Millisecond).Should(Succeed())
 	})
 
@@ -902,9 +902,9 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		DeferCleanup(failpoint.Disarm)
 		start := time.Now()
 		memberLogs := func() string { return "member 3:\n" + procs.Log(3) + "\nmember 4:\n" + procs.Log(4) }
-		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.Replicas = 5 })).To(Succeed())
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1beta1.EtcdCluster).Spec.Replicas = 5 })).To(Succeed())
 		Eventually(running(5), 180*time.Second, 250*time.Millisecond).Should(Succeed(), memberLogs)
-		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.Replicas = 3 })).To(Succeed())
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1beta1.EtcdCluster).Spec.Replicas = 3 })).To(Succeed())
 		Eventually(running(3), 180*time.Second, 250*time.Millisecond).Should(Succeed(), memberLogs)
 		// A certificate renewal: the client certificate is replaced by one that is due.
 		caSecret, clientSecret := &corev1.Secret{}, &corev1.Secret{}
@@ -967,7 +967,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 			g.Expect(get(ctx, c)).To(Succeed())
 			g.Expect(c.Status.Alarms).To(BeEmpty())
 			g.Expect(c.Status.CompactedRevision).To(BeNumerically(">", 0))
-			g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1alpha1.ConditionDegraded)).To(BeFalse())
+			g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1beta1.ConditionDegraded)).To(BeFalse())
 			for _, m := range c.Status.Members {
 				g.Expect(m.DBSizeBytes).To(BeNumerically("<", spaceQuota/2), m.Name)
 				g.Expect(m.DBSizeInUseBytes).To(BeNumerically(">", 0), m.Name)
@@ -1022,7 +1022,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 
 		By("lowering spec.defragmentation.minFreeSize to 1Mi")
 		Expect(retryUpdate(ctx, c, func(o client.Object) {
-			o.(*etcdv1alpha1.EtcdCluster).Spec.Defragmentation.MinFreeSize = ptr.To(resource.MustParse("1Mi"))
+			o.(*etcdv1beta1.EtcdCluster).Spec.Defragmentation.MinFreeSize = ptr.To(resource.MustParse("1Mi"))
 		})).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(get(ctx, c)).To(Succeed())
@@ -1040,7 +1040,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		memberPIDs := func() []int { return []int{procs.PID(0), procs.PID(1), procs.PID(2)} }
 		Eventually(func(g Gomega) {
 			g.Expect(get(ctx, c)).To(Succeed())
-			g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1alpha1.ConditionAvailable)).To(BeTrue())
+			g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1beta1.ConditionAvailable)).To(BeTrue())
 			g.Expect(c.Status.Members).To(HaveLen(3))
 			for _, m := range c.Status.Members {
 				g.Expect(m.Healthy).To(BeTrue(), m.Name)
@@ -1064,7 +1064,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 				if a == nil {
 					a = map[string]string{}
 				}
-				a[etcdv1alpha1.DefragmentAnnotation] = value
+				a[etcdv1beta1.DefragmentAnnotation] = value
 				o.SetAnnotations(a)
 			})).To(Succeed())
 		}
@@ -1129,7 +1129,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		DeferCleanup(func() { kubelet.setDown() })
 		Eventually(func(g Gomega) {
 			g.Expect(get(ctx, c)).To(Succeed())
-			a := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable)
+			a := meta.FindStatusCondition(c.Status.Conditions, etcdv1beta1.ConditionAvailable)
 			g.Expect(a).NotTo(BeNil())
 			g.Expect(a.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(a.Reason).To(Equal(ReasonQuorumLost))
@@ -1148,8 +1148,8 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 	It("recovers from the survivor once a majority has lost its data, keeping every write the survivor held", func() {
 		Eventually(running(3), 60*time.Second, 250*time.Millisecond).Should(Succeed())
 		Expect(retryUpdate(ctx, c, func(o client.Object) {
-			o.(*etcdv1alpha1.EtcdCluster).Spec.Recovery = etcdv1alpha1.RecoverySpec{
-				QuorumLoss: etcdv1alpha1.QuorumLossFromSurvivor, After: &metav1.Duration{Duration: 30 * time.Second}}
+			o.(*etcdv1beta1.EtcdCluster).Spec.Recovery = etcdv1beta1.RecoverySpec{
+				QuorumLoss: etcdv1beta1.QuorumLossFromSurvivor, After: &metav1.Duration{Duration: 30 * time.Second}}
 		})).To(Succeed())
 		Eventually(running(3), 60*time.Second, 250*time.Millisecond).Should(Succeed())
 		ids := map[string]string{}
@@ -1185,7 +1185,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		}
 		progressing := func(g Gomega) string {
 			g.Expect(get(ctx, c)).To(Succeed())
-			p := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionProgressing)
+			p := meta.FindStatusCondition(c.Status.Conditions, etcdv1beta1.ConditionProgressing)
 			g.Expect(p).NotTo(BeNil())
 			return p.Message
 		}
@@ -1195,7 +1195,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		DeferCleanup(func() { kubelet.setDown() })
 		Eventually(func(g Gomega) {
 			g.Expect(get(ctx, c)).To(Succeed())
-			g.Expect(meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable).Reason).To(Equal(ReasonQuorumLost))
+			g.Expect(meta.FindStatusCondition(c.Status.Conditions, etcdv1beta1.ConditionAvailable).Reason).To(Equal(ReasonQuorumLost))
 		}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
 		// A manager whose clock is past the window: only the evidence holds recovery back.
 		stopManager()

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/backup"
 	"github.com/seedops/etcd-operator/internal/membership"
 	"github.com/seedops/etcd-operator/internal/resources"
@@ -30,11 +30,11 @@ type recoveryBackup struct {
 // deleted namesake's: backupOfCluster), and the last successful backup status reports (a scheduled one, on
 // the cluster's backup destination). Listed only when the spec allows a recovery from a backup or one is
 // under way.
-func (r *EtcdClusterReconciler) recoveryBackups(ctx context.Context, c *etcdv1alpha1.EtcdCluster, restoring *membership.RestoreRecovery) ([]recoveryBackup, error) {
-	if c.Spec.Recovery.QuorumLoss != etcdv1alpha1.QuorumLossFromBackup && restoring == nil {
+func (r *EtcdClusterReconciler) recoveryBackups(ctx context.Context, c *etcdv1beta1.EtcdCluster, restoring *membership.RestoreRecovery) ([]recoveryBackup, error) {
+	if c.Spec.Recovery.QuorumLoss != etcdv1beta1.QuorumLossFromBackup && restoring == nil {
 		return nil, nil
 	}
-	list := &etcdv1alpha1.EtcdBackupList{}
+	list := &etcdv1beta1.EtcdBackupList{}
 	if err := r.List(ctx, list, client.InNamespace(c.Namespace)); err != nil {
 		return nil, err
 	}
@@ -42,7 +42,7 @@ func (r *EtcdClusterReconciler) recoveryBackups(ctx context.Context, c *etcdv1al
 	for i := range list.Items {
 		b := &list.Items[i]
 		st := b.Status
-		if b.Spec.ClusterName != c.Name || st.Phase != etcdv1alpha1.BackupSucceeded || st.Destination == nil || st.Key == "" || st.CompletionTime == nil ||
+		if b.Spec.ClusterName != c.Name || st.Phase != etcdv1beta1.BackupSucceeded || st.Destination == nil || st.Key == "" || st.CompletionTime == nil ||
 			!backupOfCluster(c, st.ClusterUID, st.StartTime) {
 			continue
 		}
@@ -60,10 +60,10 @@ func (r *EtcdClusterReconciler) recoveryBackups(ctx context.Context, c *etcdv1al
 // data is gone, and the cache holds only claims with the operator's label. A claim created without it (by a
 // user, ahead of the StatefulSet) is still the member's volume, and missing it would turn an outage into
 // a recovery that discards the majority's data.
-func (r *EtcdClusterReconciler) confirmMissingClaims(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation) error {
+func (r *EtcdClusterReconciler) confirmMissingClaims(ctx context.Context, c *etcdv1beta1.EtcdCluster, obs *observation) error {
 	q := c.Spec.Recovery.QuorumLoss
-	avail := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable)
-	if q != etcdv1alpha1.QuorumLossFromSurvivor && q != etcdv1alpha1.QuorumLossFromBackup ||
+	avail := meta.FindStatusCondition(c.Status.Conditions, etcdv1beta1.ConditionAvailable)
+	if q != etcdv1beta1.QuorumLossFromSurvivor && q != etcdv1beta1.QuorumLossFromBackup ||
 		avail == nil || avail.Status != metav1.ConditionFalse || avail.Reason != ReasonQuorumLost {
 		return nil // as recoverQuorum: it acts only on a recorded loss of quorum
 	}
@@ -85,7 +85,7 @@ func (r *EtcdClusterReconciler) confirmMissingClaims(ctx context.Context, c *etc
 
 // lastReportedBackup is status's last successful backup, when its location is on the cluster's backup
 // destination (a scheduled backup's always is; an EtcdBackup elsewhere is listed by itself).
-func lastReportedBackup(c *etcdv1alpha1.EtcdCluster) (recoveryBackup, bool) {
+func lastReportedBackup(c *etcdv1beta1.EtcdCluster) (recoveryBackup, bool) {
 	loc, at := c.Status.LastBackupLocation, c.Status.LastBackupTime
 	if loc == "" || at == nil {
 		return recoveryBackup{}, false
@@ -168,16 +168,16 @@ func (s *reconcileScope) templateRestore() *resources.RestoreSource {
 
 // finishedRecovery is the recovery this reconcile's decision ends (nil when none): the configuration's
 // record of it goes, with etcd answering.
-func finishedRecovery(obs observation, d membership.Decision, now time.Time) *etcdv1alpha1.RecoveryStatus {
+func finishedRecovery(obs observation, d membership.Decision, now time.Time) *etcdv1beta1.RecoveryStatus {
 	if !obs.reachable || d.Config == nil {
 		return nil
 	}
 	switch {
 	case obs.restoring != nil && d.Config.Restore == nil:
-		return &etcdv1alpha1.RecoveryStatus{Strategy: etcdv1alpha1.QuorumLossFromBackup, Time: metav1.NewTime(now),
+		return &etcdv1beta1.RecoveryStatus{Strategy: etcdv1beta1.QuorumLossFromBackup, Time: metav1.NewTime(now),
 			Source: obs.restoring.Location, Revision: obs.restoring.Revision}
 	case obs.forcing != nil && d.Config.ForceNewCluster == nil:
-		return &etcdv1alpha1.RecoveryStatus{Strategy: etcdv1alpha1.QuorumLossFromSurvivor, Time: metav1.NewTime(now), Source: obs.forcing.Member}
+		return &etcdv1beta1.RecoveryStatus{Strategy: etcdv1beta1.QuorumLossFromSurvivor, Time: metav1.NewTime(now), Source: obs.forcing.Member}
 	}
 	return nil
 }

@@ -6,7 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/membership"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
@@ -15,7 +15,7 @@ import (
 // destination (its key names the revision), and the newest of the cluster's backups is the one a recovery
 // starts from; a recorded recovery finds its source again by location.
 func TestRecoveryBackups(t *testing.T) {
-	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "prod"}}
+	c := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "prod"}}
 	claim := resources.BackupDestination(c, nil).PVC.ClaimName
 	key := "ns/prod/scheduled/prod-20261122T020000Z-r1234.db"
 	at := metav1.NewTime(time.Date(2026, 11, 22, 2, 0, 5, 0, time.UTC))
@@ -61,15 +61,15 @@ func TestFinishedRecovery(t *testing.T) {
 		name string
 		obs  observation
 		d    membership.Decision
-		want *etcdv1alpha1.RecoveryStatus
+		want *etcdv1beta1.RecoveryStatus
 	}{
 		{"restore ends", observation{reachable: true, restoring: rec}, membership.Decision{Config: ordinary},
-			&etcdv1alpha1.RecoveryStatus{Strategy: etcdv1alpha1.QuorumLossFromBackup, Time: metav1.NewTime(now), Source: rec.Location, Revision: 7}},
+			&etcdv1beta1.RecoveryStatus{Strategy: etcdv1beta1.QuorumLossFromBackup, Time: metav1.NewTime(now), Source: rec.Location, Revision: 7}},
 		{"restore continues", observation{reachable: true, restoring: rec}, membership.Decision{Config: &membership.Config{Restore: rec}}, nil},
 		{"etcd not answering", observation{restoring: rec}, membership.Decision{Config: ordinary}, nil},
 		{"configuration left as it is", observation{reachable: true, restoring: rec}, membership.Decision{}, nil},
 		{"forced start ends", observation{reachable: true, forcing: &membership.ForceNewCluster{Member: "prod-0"}}, membership.Decision{Config: ordinary},
-			&etcdv1alpha1.RecoveryStatus{Strategy: etcdv1alpha1.QuorumLossFromSurvivor, Time: metav1.NewTime(now), Source: "prod-0"}},
+			&etcdv1beta1.RecoveryStatus{Strategy: etcdv1beta1.QuorumLossFromSurvivor, Time: metav1.NewTime(now), Source: "prod-0"}},
 		{"no recovery", observation{reachable: true}, membership.Decision{Config: ordinary}, nil},
 	}
 	for _, tc := range cases {

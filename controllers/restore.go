@@ -10,37 +10,37 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
 // restoreSource resolves spec.bootstrap.fromBackup. A non-empty wait says why the cluster cannot start yet
 // (the EtcdBackup is missing or has not succeeded); nothing is created until it resolves.
-func (r *EtcdClusterReconciler) restoreSource(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (*resources.RestoreSource, string, error) {
+func (r *EtcdClusterReconciler) restoreSource(ctx context.Context, c *etcdv1beta1.EtcdCluster) (*resources.RestoreSource, string, error) {
 	if c.Spec.Bootstrap == nil || c.Spec.Bootstrap.FromBackup == nil {
 		return nil, "", nil
 	}
 	from := c.Spec.Bootstrap.FromBackup
 	switch {
 	case from.PVC != nil:
-		return &resources.RestoreSource{Destination: etcdv1alpha1.BackupDestination{PVC: from.PVC}, Key: from.Key}, "", nil
+		return &resources.RestoreSource{Destination: etcdv1beta1.BackupDestination{PVC: from.PVC}, Key: from.Key}, "", nil
 	case from.S3 != nil:
-		return &resources.RestoreSource{Destination: etcdv1alpha1.BackupDestination{S3: from.S3}, Key: from.Key}, "", nil
+		return &resources.RestoreSource{Destination: etcdv1beta1.BackupDestination{S3: from.S3}, Key: from.Key}, "", nil
 	}
-	b := &etcdv1alpha1.EtcdBackup{}
+	b := &etcdv1beta1.EtcdBackup{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: from.BackupName}, b)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, fmt.Sprintf("EtcdBackup %s not found in namespace %s", from.BackupName, c.Namespace), nil
 	case err != nil:
 		return nil, "", err
-	case b.Status.Phase == etcdv1alpha1.BackupFailed:
+	case b.Status.Phase == etcdv1beta1.BackupFailed:
 		return nil, fmt.Sprintf("EtcdBackup %s failed (%s): it will never hold a snapshot; bootstrap is immutable, so delete this cluster and create it from another backup",
 			from.BackupName, b.Status.Error), nil
-	case b.Status.Phase != etcdv1alpha1.BackupSucceeded || b.Status.Destination == nil:
+	case b.Status.Phase != etcdv1beta1.BackupSucceeded || b.Status.Destination == nil:
 		phase := string(b.Status.Phase)
 		if phase == "" {
-			phase = string(etcdv1alpha1.BackupPending)
+			phase = string(etcdv1beta1.BackupPending)
 		}
 		return nil, fmt.Sprintf("EtcdBackup %s is %s; the cluster starts once it has succeeded", from.BackupName, phase), nil
 	}
@@ -52,7 +52,7 @@ func (r *EtcdClusterReconciler) restoreSource(ctx context.Context, c *etcdv1alph
 // member) start empty and catch up from the others, so they must not depend on the backup claim or the
 // S3 credentials still being there. Dropping it changes the template once, and the members are then
 // rolled one at a time like any other template change.
-func restoreInTemplate(c *etcdv1alpha1.EtcdCluster, src *resources.RestoreSource) *resources.RestoreSource {
+func restoreInTemplate(c *etcdv1beta1.EtcdCluster, src *resources.RestoreSource) *resources.RestoreSource {
 	if c.Status.RestoredFrom != "" {
 		return nil
 	}

@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 )
 
 // testScheme knows Kubernetes' built-in kinds and the operator's, for fake clients in unit tests.
@@ -16,7 +16,7 @@ func testScheme(t testing.TB) *runtime.Scheme {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	if err := etcdv1alpha1.AddToScheme(scheme); err != nil {
+	if err := etcdv1beta1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	return scheme

@@ -9,7 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
@@ -32,7 +32,7 @@ func (e unmanagedSecret) Error() string { return e.msg }
 // yet) is no proof that none exists. It returns the Secret when it carries the label (the cache was behind),
 // nil when there is none, and an unmanagedSecret error, with a Warning event, when one exists without the
 // label: that Secret is left untouched. holds says what the Secret keeps, lost what replacing it would break.
-func (r *EtcdClusterReconciler) liveSecret(ctx context.Context, c *etcdv1alpha1.EtcdCluster, name, holds, lost string) (*corev1.Secret, error) {
+func (r *EtcdClusterReconciler) liveSecret(ctx context.Context, c *etcdv1beta1.EtcdCluster, name, holds, lost string) (*corev1.Secret, error) {
 	s := &corev1.Secret{}
 	if err := r.liveReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, s); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -11,12 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
 // warnings lists the notes of the Warning events of one reason regarding cluster c.
-func warnings(ctx context.Context, c *etcdv1alpha1.EtcdCluster, reason string) ([]string, error) {
+func warnings(ctx context.Context, c *etcdv1beta1.EtcdCluster, reason string) ([]string, error) {
 	list := &eventsv1.EventList{}
 	if err := k8sClient.List(ctx, list, client.InNamespace(c.Namespace)); err != nil {
 		return nil, err
@@ -38,7 +38,7 @@ var _ = Describe("Secrets the cluster relies on", func() {
 
 	// unlabel removes the managed-by label from Secret name and pokes the cluster (an annotation change
 	// is a reconcile trigger), returning the Secret's data as it was.
-	unlabel := func(c *etcdv1alpha1.EtcdCluster, name string) map[string][]byte {
+	unlabel := func(c *etcdv1beta1.EtcdCluster, name string) map[string][]byte {
 		s := &corev1.Secret{}
 		Expect(k8sClient.Get(ctx, key(c.Namespace, name), s)).To(Succeed())
 		data := s.DeepCopy().Data
@@ -49,7 +49,7 @@ var _ = Describe("Secrets the cluster relies on", func() {
 		})).To(Succeed())
 		return data
 	}
-	unchanged := func(c *etcdv1alpha1.EtcdCluster, name string, data map[string][]byte) func(g Gomega) {
+	unchanged := func(c *etcdv1beta1.EtcdCluster, name string, data map[string][]byte) func(g Gomega) {
 		return func(g Gomega) {
 			s := &corev1.Secret{}
 			g.Expect(k8sClient.Get(ctx, key(c.Namespace, name), s)).To(Succeed())
@@ -57,8 +57,8 @@ var _ = Describe("Secrets the cluster relies on", func() {
 			g.Expect(s.Labels).NotTo(HaveKey(resources.LabelManagedBy), "Secret %s left as the user made it", name)
 		}
 	}
-	saysWhy := func(c *etcdv1alpha1.EtcdCluster, name string) {
-		Eventually(condition(ctx, c, etcdv1alpha1.ConditionDegraded), timeout, interval).Should(And(
+	saysWhy := func(c *etcdv1beta1.EtcdCluster, name string) {
+		Eventually(condition(ctx, c, etcdv1beta1.ConditionDegraded), timeout, interval).Should(And(
 			statusIs(metav1.ConditionTrue, ReasonSecretNotManaged),
 			HaveField("Message", And(ContainSubstring("Secret "+name+" exists without the label "+resources.LabelManagedBy),
 				ContainSubstring("left it untouched")))))
@@ -80,7 +80,7 @@ var _ = Describe("Secrets the cluster relies on", func() {
 		Expect(retryUpdate(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: caName, Namespace: c.Namespace}}, func(o client.Object) {
 			o.SetLabels(map[string]string{resources.LabelManagedBy: resources.ManagedBy})
 		})).To(Succeed())
-		Eventually(condition(ctx, c, etcdv1alpha1.ConditionDegraded), timeout, interval).ShouldNot(HaveField("Reason", ReasonSecretNotManaged))
+		Eventually(condition(ctx, c, etcdv1beta1.ConditionDegraded), timeout, interval).ShouldNot(HaveField("Reason", ReasonSecretNotManaged))
 		s := &corev1.Secret{}
 		Expect(k8sClient.Get(ctx, key(c.Namespace, caName), s)).To(Succeed())
 		Expect(s.Data).To(Equal(data))

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/etcd"
 	"github.com/seedops/etcd-operator/internal/maintenance"
 	"github.com/seedops/etcd-operator/internal/membership"
@@ -21,7 +21,7 @@ import (
 )
 
 // spaceInput is what the NOSPACE recovery plan needs from the observation.
-func (obs observation) spaceInput(c *etcdv1alpha1.EtcdCluster) maintenance.SpaceObserved {
+func (obs observation) spaceInput(c *etcdv1beta1.EtcdCluster) maintenance.SpaceObserved {
 	in := maintenance.SpaceObserved{
 		Alarms:            obs.alarms,
 		RecoveredRevision: c.Status.CompactedRevision,
@@ -63,7 +63,7 @@ func podQuotaBytes(pod *corev1.Pod) (int64, bool) {
 }
 
 // quotaAdvice says which setting raises c's quota: a derived quota stops following storageSize at its bound.
-func quotaAdvice(c *etcdv1alpha1.EtcdCluster) string {
+func quotaAdvice(c *etcdv1beta1.EtcdCluster) string {
 	if c.Spec.Etcd.QuotaBackendSize != nil {
 		return "grow spec.etcd.quotaBackendSize (spec.storageSize must stay at least twice it; the members restart one at a time)"
 	}
@@ -75,7 +75,7 @@ func quotaAdvice(c *etcdv1alpha1.EtcdCluster) string {
 }
 
 // defragPolicy is spec.defragmentation with its defaults (the API server sets them; older objects may lack them).
-func defragPolicy(c *etcdv1alpha1.EtcdCluster) maintenance.DefragPolicy {
+func defragPolicy(c *etcdv1beta1.EtcdCluster) maintenance.DefragPolicy {
 	p := maintenance.DefragPolicy{FreePercent: 50, MinFreeBytes: 64 << 20}
 	if d := c.Spec.Defragmentation; d.FreePercent != nil {
 		p.FreePercent = int64(*d.FreePercent)
@@ -88,7 +88,7 @@ func defragPolicy(c *etcdv1alpha1.EtcdCluster) maintenance.DefragPolicy {
 
 // planMaintenance returns the next step of NOSPACE recovery, from progress, and, when there is none, the
 // next routine defragmentation (internal/maintenance).
-func planMaintenance(c *etcdv1alpha1.EtcdCluster, obs observation, progress maintenance.RecoveryProgress) (space, defrag maintenance.SpaceStep) {
+func planMaintenance(c *etcdv1beta1.EtcdCluster, obs observation, progress maintenance.RecoveryProgress) (space, defrag maintenance.SpaceStep) {
 	in := obs.spaceInput(c)
 	in.Progress = progress
 	if space = maintenance.PlanSpace(in); space.Kind == maintenance.SpaceNone {

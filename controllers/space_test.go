@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/etcd"
 	"github.com/seedops/etcd-operator/internal/maintenance"
 )
@@ -45,7 +45,7 @@ func TestNoSpaceBoundFollowsTheQuota(t *testing.T) {
 			fileBytes: 7 * gi / 2, want: maintenance.SpaceBlocked},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &etcdv1alpha1.EtcdCluster{}
+			c := &etcdv1beta1.EtcdCluster{}
 			c.Spec.Replicas = 3
 			c.Spec.StorageSize = resource.MustParse(tc.storage)
 			if tc.explicit != "" {

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/etcd"
 	"github.com/seedops/etcd-operator/internal/maintenance"
 	"github.com/seedops/etcd-operator/internal/membership"
@@ -21,11 +21,11 @@ import (
 )
 
 // memberStatuses lists members from etcd when it answered, else from the pods.
-func memberStatuses(c *etcdv1alpha1.EtcdCluster, obs observation, now time.Time) []etcdv1alpha1.MemberStatus {
-	var out []etcdv1alpha1.MemberStatus
+func memberStatuses(c *etcdv1beta1.EtcdCluster, obs observation, now time.Time) []etcdv1beta1.MemberStatus {
+	var out []etcdv1beta1.MemberStatus
 	if obs.reachable {
 		for _, m := range obs.members {
-			ms := etcdv1alpha1.MemberStatus{Name: m.Name, ID: strconv.FormatUint(m.ID, 16), Learner: m.IsLearner,
+			ms := etcdv1beta1.MemberStatus{Name: m.Name, ID: strconv.FormatUint(m.ID, 16), Learner: m.IsLearner,
 				Healthy: obs.healthy[m.ID] || obs.electing[m.ID], Unknown: obs.ordinals[m.ID] < 0}
 			if ms.Name == "" {
 				ms.Name = "unstarted-" + ms.ID
@@ -57,21 +57,21 @@ func memberStatuses(c *etcdv1alpha1.EtcdCluster, obs observation, now time.Time)
 		since := metav1.NewTime(obs.unhealthySince(out[i].Name, now))
 		out[i].UnhealthySince = &since
 	}
-	slices.SortFunc(out, func(a, b etcdv1alpha1.MemberStatus) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b etcdv1beta1.MemberStatus) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
 // lastKnownMembers lists the members while etcd cannot be asked: each member pod, and each member last
 // reported whose pod is gone, with what etcd last said of it (ID, role, version, the claim holding its
 // data: a human, and quorum-loss recovery, need them most when etcd cannot tell) and its pod's readiness.
-func lastKnownMembers(c *etcdv1alpha1.EtcdCluster, obs observation) []etcdv1alpha1.MemberStatus {
-	var out []etcdv1alpha1.MemberStatus
+func lastKnownMembers(c *etcdv1beta1.EtcdCluster, obs observation) []etcdv1beta1.MemberStatus {
+	var out []etcdv1beta1.MemberStatus
 	seen := map[string]bool{}
 	for i := range obs.pods {
 		p := &obs.pods[i]
-		ms := etcdv1alpha1.MemberStatus{Name: p.Name}
+		ms := etcdv1beta1.MemberStatus{Name: p.Name}
 		if prev, ok := obs.previous[p.Name]; ok {
-			ms = etcdv1alpha1.MemberStatus{Name: p.Name, ID: prev.ID, Learner: prev.Learner, Version: prev.Version,
+			ms = etcdv1beta1.MemberStatus{Name: p.Name, ID: prev.ID, Learner: prev.Learner, Version: prev.Version,
 				Unknown: prev.Unknown, VolumeClaimUID: prev.VolumeClaimUID}
 		}
 		ms.ClientURL, ms.Healthy = obs.clientURLs[resources.MemberOrdinal(c, p.Name)], podReady(p)
@@ -80,7 +80,7 @@ func lastKnownMembers(c *etcdv1alpha1.EtcdCluster, obs observation) []etcdv1alph
 	}
 	for _, prev := range c.Status.Members {
 		if !seen[prev.Name] && prev.ID != "" {
-			out = append(out, etcdv1alpha1.MemberStatus{Name: prev.Name, ID: prev.ID, Learner: prev.Learner, Version: prev.Version,
+			out = append(out, etcdv1beta1.MemberStatus{Name: prev.Name, ID: prev.ID, Learner: prev.Learner, Version: prev.Version,
 				Unknown: prev.Unknown, VolumeClaimUID: prev.VolumeClaimUID})
 		}
 	}
@@ -91,7 +91,7 @@ func lastKnownMembers(c *etcdv1alpha1.EtcdCluster, obs observation) []etcdv1alph
 // and phase rules are covered by a table test (status_test.go).
 // applied names the objects this reconcile changed: until their effect is observed, the cluster is still
 // progressing, whatever the plan made of the state before.
-func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.Decision, space maintenance.SpaceStep, applied []string, reconcileErr error, now time.Time) etcdv1alpha1.EtcdClusterStatus {
+func computeStatus(c *etcdv1beta1.EtcdCluster, obs observation, d membership.Decision, space maintenance.SpaceStep, applied []string, reconcileErr error, now time.Time) etcdv1beta1.EtcdClusterStatus {
 	s := *c.Status.DeepCopy()
 	s.ObservedGeneration = c.Generation
 	s.Replicas = int32(len(obs.pods))
@@ -115,9 +115,9 @@ func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.De
 		typ   string
 		state conditionState
 	}{
-		{etcdv1alpha1.ConditionAvailable, availableCondition(f)},
-		{etcdv1alpha1.ConditionProgressing, progressingCondition(f, s.CurrentVersion)},
-		{etcdv1alpha1.ConditionDegraded, degradedCondition(f)},
+		{etcdv1beta1.ConditionAvailable, availableCondition(f)},
+		{etcdv1beta1.ConditionProgressing, progressingCondition(f, s.CurrentVersion)},
+		{etcdv1beta1.ConditionDegraded, degradedCondition(f)},
 	} {
 		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: cond.typ, Status: cond.state.status, Reason: cond.state.reason,
 			Message: cond.state.message, ObservedGeneration: c.Generation, LastTransitionTime: metav1.NewTime(now)})
@@ -125,7 +125,7 @@ func computeStatus(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.De
 	if rec := finishedRecovery(obs, d, now); rec != nil {
 		s.LastRecovery = rec
 	}
-	if obs.restore != nil && s.RestoredFrom == "" && meta.IsStatusConditionTrue(s.Conditions, etcdv1alpha1.ConditionAvailable) &&
+	if obs.restore != nil && s.RestoredFrom == "" && meta.IsStatusConditionTrue(s.Conditions, etcdv1beta1.ConditionAvailable) &&
 		restoreCompleted(obs.pods) {
 		s.RestoredFrom = restoreLocation(obs.restore)
 	}
@@ -143,7 +143,7 @@ type conditionState struct {
 
 // statusFacts is what the conditions are derived from, computed once per reconcile.
 type statusFacts struct {
-	c       *etcdv1alpha1.EtcdCluster
+	c       *etcdv1beta1.EtcdCluster
 	obs     observation
 	d       membership.Decision
 	applied []string
@@ -166,8 +166,8 @@ type statusFacts struct {
 	space maintenance.SpaceStep
 }
 
-func newStatusFacts(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.Decision, applied []string, err error,
-	members []etcdv1alpha1.MemberStatus) statusFacts {
+func newStatusFacts(c *etcdv1beta1.EtcdCluster, obs observation, d membership.Decision, applied []string, err error,
+	members []etcdv1beta1.MemberStatus) statusFacts {
 	f := statusFacts{c: c, obs: obs, d: d, applied: applied, err: err, voters: obs.voters(c), healthy: obs.readyReplicas}
 	var refusal tlsRefusal
 	if errors.As(err, &refusal) {
@@ -218,8 +218,8 @@ func newStatusFacts(c *etcdv1alpha1.EtcdCluster, obs observation, d membership.D
 }
 
 // reportedQuorum: status has reported the cluster's quorum, healthy or lost, before.
-func reportedQuorum(c *etcdv1alpha1.EtcdCluster) bool {
-	prev := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable)
+func reportedQuorum(c *etcdv1beta1.EtcdCluster) bool {
+	prev := meta.FindStatusCondition(c.Status.Conditions, etcdv1beta1.ConditionAvailable)
 	return prev != nil && (prev.Reason == ReasonQuorumHealthy || prev.Reason == ReasonQuorumLost)
 }
 
@@ -335,21 +335,21 @@ func degradedCondition(f statusFacts) conditionState {
 }
 
 // phaseOf summarises the conditions in one word.
-func phaseOf(c *etcdv1alpha1.EtcdCluster, conds []metav1.Condition) etcdv1alpha1.ClusterPhase {
-	avail := meta.FindStatusCondition(conds, etcdv1alpha1.ConditionAvailable)
+func phaseOf(c *etcdv1beta1.EtcdCluster, conds []metav1.Condition) etcdv1beta1.ClusterPhase {
+	avail := meta.FindStatusCondition(conds, etcdv1beta1.ConditionAvailable)
 	switch {
 	case c.Spec.Paused:
-		return etcdv1alpha1.PhasePaused
+		return etcdv1beta1.PhasePaused
 	case avail.Reason == ReasonBootstrapping:
-		return etcdv1alpha1.PhasePending
+		return etcdv1beta1.PhasePending
 	case avail.Status != metav1.ConditionTrue:
-		return etcdv1alpha1.PhaseUnavailable
-	case meta.IsStatusConditionTrue(conds, etcdv1alpha1.ConditionDegraded):
-		return etcdv1alpha1.PhaseDegraded
-	case meta.IsStatusConditionTrue(conds, etcdv1alpha1.ConditionProgressing):
-		return etcdv1alpha1.PhaseProgressing
+		return etcdv1beta1.PhaseUnavailable
+	case meta.IsStatusConditionTrue(conds, etcdv1beta1.ConditionDegraded):
+		return etcdv1beta1.PhaseDegraded
+	case meta.IsStatusConditionTrue(conds, etcdv1beta1.ConditionProgressing):
+		return etcdv1beta1.PhaseProgressing
 	default:
-		return etcdv1alpha1.PhaseRunning
+		return etcdv1beta1.PhaseRunning
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/etcd"
 	"github.com/seedops/etcd-operator/internal/maintenance"
 	"github.com/seedops/etcd-operator/internal/membership"
@@ -47,7 +47,7 @@ func statusObservation(voters, learners []bool) observation {
 func TestComputeStatus(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	type want struct {
-		phase                            etcdv1alpha1.ClusterPhase
+		phase                            etcdv1beta1.ClusterPhase
 		available, progressing, degraded metav1.ConditionStatus
 		degradedReason                   string
 	}
@@ -63,31 +63,31 @@ func TestComputeStatus(t *testing.T) {
 		want     want
 	}{
 		{"healthy", 3, false, ReasonQuorumHealthy, statusObservation([]bool{true, true, true}, nil), membership.Decision{},
-			nil, want{etcdv1alpha1.PhaseRunning, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionFalse, ReasonAsExpected}},
+			nil, want{etcdv1beta1.PhaseRunning, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionFalse, ReasonAsExpected}},
 		// A scale step's learner is starting: the cluster is changing, not degraded.
 		{"scale-up, learner starting", 5, false, ReasonQuorumHealthy, statusObservation([]bool{true, true, true}, []bool{false}),
 			membership.Decision{Phase: membership.PhaseScaling, Message: "starting learner member 3"},
-			nil, want{etcdv1alpha1.PhaseProgressing, metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionFalse, ReasonAsExpected}},
+			nil, want{etcdv1beta1.PhaseProgressing, metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionFalse, ReasonAsExpected}},
 		{"one voter of three unhealthy", 3, false, ReasonQuorumHealthy, statusObservation([]bool{true, false, true}, nil), membership.Decision{},
-			nil, want{etcdv1alpha1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionTrue, ReasonMembersUnhealthy}},
+			nil, want{etcdv1beta1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionTrue, ReasonMembersUnhealthy}},
 		// Just promoted: a voter whose pod is not ready yet lowers the failures the cluster tolerates.
 		{"promoted voter not ready yet", 5, false, ReasonQuorumHealthy, statusObservation([]bool{true, true, true, false}, nil),
 			membership.Decision{Phase: membership.PhaseScaling},
-			nil, want{etcdv1alpha1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionTrue, ReasonMembersUnhealthy}},
+			nil, want{etcdv1beta1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionTrue, ReasonMembersUnhealthy}},
 		{"quorum lost", 3, false, ReasonQuorumHealthy, statusObservation([]bool{true, false, false}, nil), membership.Decision{},
-			nil, want{etcdv1alpha1.PhaseUnavailable, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionTrue, ReasonMembersUnhealthy}},
+			nil, want{etcdv1beta1.PhaseUnavailable, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionTrue, ReasonMembersUnhealthy}},
 		{"reconcile failed", 3, false, ReasonQuorumHealthy, statusObservation([]bool{true, true, true}, nil), membership.Decision{},
-			errors.New("boom"), want{etcdv1alpha1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionTrue, ReasonReconcileFailed}},
+			errors.New("boom"), want{etcdv1beta1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionTrue, ReasonReconcileFailed}},
 		// A member restarted onto a version whose image does not pull: reported, never healed.
 		{"stalled upgrade", 3, false, ReasonQuorumHealthy, statusObservation([]bool{true, false, true}, nil),
 			membership.Decision{Phase: membership.PhaseStalled, Message: "cannot start: member 1 (ImagePullBackOff)"},
-			nil, want{etcdv1alpha1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionTrue, ReasonMemberCannotStart}},
+			nil, want{etcdv1beta1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionTrue, ReasonMemberCannotStart}},
 		// A new cluster: etcd answers before its members pass readiness. That is bootstrapping, not a
 		// lost quorum, and no member is reported unhealthy for it.
 		{"bootstrapping, etcd answers before readiness", 3, false, "", statusObservation([]bool{true, false, false}, nil),
-			membership.Decision{}, nil, want{etcdv1alpha1.PhasePending, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionFalse, ReasonAsExpected}},
+			membership.Decision{}, nil, want{etcdv1beta1.PhasePending, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionFalse, ReasonAsExpected}},
 		{"bootstrapping, quorum ready", 3, false, "", statusObservation([]bool{true, true, false}, nil),
-			membership.Decision{}, nil, want{etcdv1alpha1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionTrue, ReasonMembersUnhealthy}},
+			membership.Decision{}, nil, want{etcdv1beta1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionTrue, ReasonMembersUnhealthy}},
 		// Every claim deleted while the pods run: the members are healthy now, but the data of member 2 goes
 		// at its pod's next restart. Status says so while the members are replaced one at a time.
 		{"a member's claim is being deleted", 3, false, ReasonQuorumHealthy, func() observation {
@@ -96,15 +96,15 @@ func TestComputeStatus(t *testing.T) {
 				DeletionTimestamp: &metav1.Time{Time: now}, Annotations: map[string]string{AnnotationMemberID: "66"}}}}
 			return obs
 		}(), membership.Decision{Phase: membership.PhaseScaling, Message: "adding member 0 as a learner"},
-			nil, want{etcdv1alpha1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionTrue, ReasonMemberDataDeleting}},
+			nil, want{etcdv1beta1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionTrue, ReasonMemberDataDeleting}},
 		{"paused", 3, true, ReasonQuorumHealthy, statusObservation([]bool{true, true, true}, nil), membership.Decision{},
-			nil, want{etcdv1alpha1.PhasePaused, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionFalse, ReasonAsExpected}},
+			nil, want{etcdv1beta1.PhasePaused, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionFalse, ReasonAsExpected}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 2}}
+			c := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 2}}
 			c.Spec.Replicas, c.Spec.Paused = tc.replicas, tc.paused
 			if tc.before != "" {
-				c.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha1.ConditionAvailable, Reason: tc.before}}
+				c.Status.Conditions = []metav1.Condition{{Type: etcdv1beta1.ConditionAvailable, Reason: tc.before}}
 			}
 			if tc.decision.Phase == "" {
 				tc.decision.Phase = membership.PhaseStable
@@ -120,13 +120,13 @@ func TestComputeStatus(t *testing.T) {
 			if s.Phase != tc.want.phase {
 				t.Errorf("phase %s, want %s", s.Phase, tc.want.phase)
 			}
-			if got := cond(etcdv1alpha1.ConditionAvailable); got.Status != tc.want.available {
+			if got := cond(etcdv1beta1.ConditionAvailable); got.Status != tc.want.available {
 				t.Errorf("Available %s (%s), want %s", got.Status, got.Message, tc.want.available)
 			}
-			if got := cond(etcdv1alpha1.ConditionProgressing); got.Status != tc.want.progressing {
+			if got := cond(etcdv1beta1.ConditionProgressing); got.Status != tc.want.progressing {
 				t.Errorf("Progressing %s (%s), want %s", got.Status, got.Message, tc.want.progressing)
 			}
-			if got := cond(etcdv1alpha1.ConditionDegraded); got.Status != tc.want.degraded || got.Reason != tc.want.degradedReason {
+			if got := cond(etcdv1beta1.ConditionDegraded); got.Status != tc.want.degraded || got.Reason != tc.want.degradedReason {
 				t.Errorf("Degraded %s/%s (%s), want %s/%s", got.Status, got.Reason, got.Message, tc.want.degraded, tc.want.degradedReason)
 			}
 			if s.ObservedGeneration != 2 {
@@ -140,19 +140,19 @@ func TestComputeStatus(t *testing.T) {
 // every one after it until the members run it, reports Progressing=True, never Reconciled.
 func TestComputeStatusProgressingFromTheFirstReconcileOfAChange(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 3}}
+	c := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 3}}
 	c.Spec.Replicas, c.Spec.Version = 3, "3.5.35"
 	stable := membership.Decision{Phase: membership.PhaseStable}
 
 	obs := statusObservation([]bool{true, true, true}, nil)
 	s := computeStatus(c, obs, stable, maintenance.SpaceStep{}, []string{"StatefulSet c"}, nil, now)
-	if got := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionProgressing); got.Status != metav1.ConditionTrue || got.Reason != ReasonApplying {
+	if got := meta.FindStatusCondition(s.Conditions, etcdv1beta1.ConditionProgressing); got.Status != metav1.ConditionTrue || got.Reason != ReasonApplying {
 		t.Errorf("the reconcile that applied the change: Progressing %s/%s (%s)", got.Status, got.Reason, got.Message)
 	}
 
 	// The next reconcile sees the pods on the old template: the roll's phase reports it.
 	s = computeStatus(c, obs, membership.Decision{Phase: membership.PhaseUpgrading, Message: "upgrading c-1 to 3.5.35 (1/3)"}, maintenance.SpaceStep{}, nil, nil, now)
-	if got := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionProgressing); got.Status != metav1.ConditionTrue || got.Reason != ReasonUpgrading {
+	if got := meta.FindStatusCondition(s.Conditions, etcdv1beta1.ConditionProgressing); got.Status != metav1.ConditionTrue || got.Reason != ReasonUpgrading {
 		t.Errorf("members still on the old template: Progressing %s/%s (%s)", got.Status, got.Reason, got.Message)
 	}
 
@@ -164,13 +164,13 @@ func TestComputeStatusProgressingFromTheFirstReconcileOfAChange(t *testing.T) {
 	obs.statefulSet = &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "c", Generation: 5},
 		Status: appsv1.StatefulSetStatus{ObservedGeneration: 4}}
 	s = computeStatus(c, obs, stable, maintenance.SpaceStep{}, nil, nil, now)
-	if got := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionProgressing); got.Status != metav1.ConditionTrue || got.Reason != ReasonApplying {
+	if got := meta.FindStatusCondition(s.Conditions, etcdv1beta1.ConditionProgressing); got.Status != metav1.ConditionTrue || got.Reason != ReasonApplying {
 		t.Errorf("StatefulSet generation not yet observed by its controller: Progressing %s/%s (%s)", got.Status, got.Reason, got.Message)
 	}
 
 	obs.statefulSet.Status.ObservedGeneration = 5
 	s = computeStatus(c, obs, stable, maintenance.SpaceStep{}, nil, nil, now)
-	if got := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionProgressing); got.Status != metav1.ConditionFalse || got.Reason != ReasonReconciled {
+	if got := meta.FindStatusCondition(s.Conditions, etcdv1beta1.ConditionProgressing); got.Status != metav1.ConditionFalse || got.Reason != ReasonReconciled {
 		t.Errorf("converged: Progressing %s/%s (%s)", got.Status, got.Reason, got.Message)
 	}
 	if s.ObservedGeneration != 3 {
@@ -182,7 +182,7 @@ func TestComputeStatusProgressingFromTheFirstReconcileOfAChange(t *testing.T) {
 // Degraded with what a human must do; both are listed by member name.
 func TestStatusReportsAlarms(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 2}}
+	c := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 2}}
 	c.Spec.Replicas = 3
 	stable := membership.Decision{Phase: membership.PhaseStable}
 
@@ -193,25 +193,25 @@ func TestStatusReportsAlarms(t *testing.T) {
 	if !slices.Equal(s.Alarms, []string{"NOSPACE on c-1"}) {
 		t.Errorf("alarms %v", s.Alarms)
 	}
-	if !meta.IsStatusConditionTrue(s.Conditions, etcdv1alpha1.ConditionAvailable) {
+	if !meta.IsStatusConditionTrue(s.Conditions, etcdv1beta1.ConditionAvailable) {
 		t.Errorf("NOSPACE made the cluster unavailable: quorum holds and reads work")
 	}
-	if d := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionDegraded); d.Status != metav1.ConditionTrue ||
+	if d := meta.FindStatusCondition(s.Conditions, etcdv1beta1.ConditionDegraded); d.Status != metav1.ConditionTrue ||
 		d.Reason != ReasonNoSpace || d.Message != step.Reason {
 		t.Errorf("Degraded %s/%s %q, want True/%s with the step", d.Status, d.Reason, d.Message, ReasonNoSpace)
 	}
 
 	obs.alarms = []etcd.Alarm{{MemberID: 102, Type: etcd.AlarmCorrupt}}
 	s = computeStatus(c, obs, stable, maintenance.SpaceStep{}, nil, nil, now)
-	if d := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionDegraded); d.Status != metav1.ConditionTrue ||
+	if d := meta.FindStatusCondition(s.Conditions, etcdv1beta1.ConditionDegraded); d.Status != metav1.ConditionTrue ||
 		d.Reason != ReasonDataCorrupt || !strings.Contains(d.Message, "CORRUPT on c-2") || !strings.Contains(d.Message, "hashkv") {
 		t.Errorf("Degraded %s/%s %q, want True/%s naming the member and what to do", d.Status, d.Reason, d.Message, ReasonDataCorrupt)
 	}
 
 	obs.alarms = []etcd.Alarm{}
 	s = computeStatus(c, obs, stable, maintenance.SpaceStep{}, nil, nil, now)
-	if len(s.Alarms) != 0 || meta.IsStatusConditionTrue(s.Conditions, etcdv1alpha1.ConditionDegraded) {
-		t.Errorf("alarms %v, Degraded %v after the alarms were disarmed", s.Alarms, meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionDegraded))
+	if len(s.Alarms) != 0 || meta.IsStatusConditionTrue(s.Conditions, etcdv1beta1.ConditionDegraded) {
+		t.Errorf("alarms %v, Degraded %v after the alarms were disarmed", s.Alarms, meta.FindStatusCondition(s.Conditions, etcdv1beta1.ConditionDegraded))
 	}
 }
 
@@ -232,9 +232,9 @@ func TestHealthIgnoresOnlyTheNoSpaceAlarm(t *testing.T) {
 // names the members that still answer, with the raft index and revision each has applied, and the silent.
 func TestQuorumLostSaysWhatSurvives(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 2}}
+	c := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 2}}
 	c.Spec.Replicas = 3
-	c.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: ReasonQuorumHealthy}}
+	c.Status.Conditions = []metav1.Condition{{Type: etcdv1beta1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: ReasonQuorumHealthy}}
 	obs := observation{statefulSet: &appsv1.StatefulSet{}, pods: make([]corev1.Pod, 3), readyReplicas: 0,
 		etcdErr: errors.New("list etcd members: context deadline exceeded"),
 		survivors: []survivor{
@@ -242,7 +242,7 @@ func TestQuorumLostSaysWhatSurvives(t *testing.T) {
 			{name: "c-1"}, {name: "c-2"},
 		}}
 	s := computeStatus(c, obs, membership.Decision{Phase: membership.PhaseWaiting}, maintenance.SpaceStep{}, nil, nil, now)
-	got := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionAvailable)
+	got := meta.FindStatusCondition(s.Conditions, etcdv1beta1.ConditionAvailable)
 	want := "only 0 of 3 voting members healthy; quorum needs 2; answering: c-0 (raft index 1234, revision 567); not answering: c-1, c-2"
 	if got.Status != metav1.ConditionFalse || got.Reason != ReasonQuorumLost || got.Message != want {
 		t.Errorf("Available %s/%s %q, want False/%s %q", got.Status, got.Reason, got.Message, ReasonQuorumLost, want)
@@ -254,21 +254,21 @@ func TestQuorumLostSaysWhatSurvives(t *testing.T) {
 // whose pod is gone: quorum-loss recovery, and a human, need exactly these then.
 func TestStatusKeepsMembersWhileEtcdCannotBeAsked(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 2}}
+	c := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 2}}
 	c.Spec.Replicas = 3
-	c.Status.Members = []etcdv1alpha1.MemberStatus{
+	c.Status.Members = []etcdv1beta1.MemberStatus{
 		{Name: "c-0", ID: "a0", Healthy: true, Leader: true, Version: "3.5.35", VolumeClaimUID: "claim-0", DBSizeBytes: 1 << 20},
 		{Name: "c-1", ID: "a1", Healthy: true, Version: "3.5.35", VolumeClaimUID: "claim-1"},
 		{Name: "c-2", ID: "a2", Healthy: true, Version: "3.5.35", VolumeClaimUID: "claim-2"},
 	}
 	pods := []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "c-0"}}, {ObjectMeta: metav1.ObjectMeta{Name: "c-1"}}}
 	obs := observation{statefulSet: &appsv1.StatefulSet{}, pods: pods, clientURLs: map[int]string{0: "https://c-0:2379", 1: "https://c-1:2379"},
-		etcdErr: errors.New("list etcd members: context deadline exceeded"), previous: map[string]etcdv1alpha1.MemberStatus{}}
+		etcdErr: errors.New("list etcd members: context deadline exceeded"), previous: map[string]etcdv1beta1.MemberStatus{}}
 	for _, m := range c.Status.Members {
 		obs.previous[m.Name] = m
 	}
 	got := memberStatuses(c, obs, now)
-	want := []etcdv1alpha1.MemberStatus{
+	want := []etcdv1beta1.MemberStatus{
 		{Name: "c-0", ID: "a0", Version: "3.5.35", VolumeClaimUID: "claim-0", ClientURL: "https://c-0:2379"},
 		{Name: "c-1", ID: "a1", Version: "3.5.35", VolumeClaimUID: "claim-1", ClientURL: "https://c-1:2379"},
 		{Name: "c-2", ID: "a2", Version: "3.5.35", VolumeClaimUID: "claim-2"},
@@ -324,9 +324,9 @@ func TestMemberHealth(t *testing.T) {
 // and its members healthy, with the election in the message; the operator acts on none of them meanwhile.
 func TestStatusDuringAnElection(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 2}}
+	c := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 2}}
 	c.Spec.Replicas = 3
-	c.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: ReasonQuorumHealthy,
+	c.Status.Conditions = []metav1.Condition{{Type: etcdv1beta1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: ReasonQuorumHealthy,
 		LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}}
 	obs := statusObservation([]bool{false, false, false}, nil)
 	obs.electing, obs.readyReplicas = map[uint64]bool{}, 3
@@ -336,7 +336,7 @@ func TestStatusDuringAnElection(t *testing.T) {
 	}
 
 	s := computeStatus(c, obs, membership.Decision{Phase: membership.PhaseStable}, maintenance.SpaceStep{}, nil, nil, now)
-	avail := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionAvailable)
+	avail := meta.FindStatusCondition(s.Conditions, etcdv1beta1.ConditionAvailable)
 	want := "3 of 3 voting members healthy (quorum 2); 3 of them know no leader yet: electing one"
 	if avail.Status != metav1.ConditionTrue || avail.Reason != ReasonQuorumHealthy || avail.Message != want {
 		t.Errorf("Available %s/%s %q, want True/%s %q", avail.Status, avail.Reason, avail.Message, ReasonQuorumHealthy, want)
@@ -345,7 +345,7 @@ func TestStatusDuringAnElection(t *testing.T) {
 	if !avail.LastTransitionTime.Time.Equal(now.Add(-time.Hour)) {
 		t.Errorf("Available changed at %v during an election", avail.LastTransitionTime)
 	}
-	if d := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionDegraded); d.Status != metav1.ConditionFalse {
+	if d := meta.FindStatusCondition(s.Conditions, etcdv1beta1.ConditionDegraded); d.Status != metav1.ConditionFalse {
 		t.Errorf("Degraded %s/%s %q during an election", d.Status, d.Reason, d.Message)
 	}
 	for _, m := range s.Members {

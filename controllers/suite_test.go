@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
@@ -68,7 +68,7 @@ var _ = BeforeSuite(func() {
 
 	scheme := runtime.NewScheme()
 	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	Expect(etcdv1alpha1.AddToScheme(scheme)).To(Succeed())
+	Expect(etcdv1beta1.AddToScheme(scheme)).To(Succeed())
 	// Each client of the suite names itself, so the audit log (audit_test.go) tells the specs' own requests
 	// from the operator's.
 	k8sClient, err = client.New(rest.AddUserAgent(rest.CopyConfig(cfg), "spec"), client.Options{Scheme: scheme})

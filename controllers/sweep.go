@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/maintenance"
 	"github.com/seedops/etcd-operator/internal/membership"
 )
@@ -22,13 +22,13 @@ import (
 // A scheduled time that falls while a sweep is under way is covered by it; a request waits for it to finish
 // (the member it already did would otherwise be skipped). The schedule's times count from when it was set,
 // so setting one does not start a sweep for times before.
-func sweepStatus(c *etcdv1alpha1.EtcdCluster, now time.Time) (st *etcdv1alpha1.DefragmentationStatus, started bool, err error) {
-	st = &etcdv1alpha1.DefragmentationStatus{}
+func sweepStatus(c *etcdv1beta1.EtcdCluster, now time.Time) (st *etcdv1beta1.DefragmentationStatus, started bool, err error) {
+	st = &etcdv1beta1.DefragmentationStatus{}
 	if c.Status.Defragmentation != nil {
 		st = c.Status.Defragmentation.DeepCopy()
 	}
 	start := func(trigger string) {
-		st.Current, started = &etcdv1alpha1.DefragmentationSweep{Trigger: trigger, StartTime: metav1.NewTime(now)}, true
+		st.Current, started = &etcdv1beta1.DefragmentationSweep{Trigger: trigger, StartTime: metav1.NewTime(now)}, true
 	}
 	switch schedule := string(c.Spec.Defragmentation.Schedule); {
 	case schedule == "":
@@ -47,23 +47,23 @@ func sweepStatus(c *etcdv1alpha1.EtcdCluster, now time.Time) (st *etcdv1alpha1.D
 			}
 		}
 	}
-	if request := c.Annotations[etcdv1alpha1.DefragmentAnnotation]; request != "" && request != st.LastRequest && st.Current == nil {
+	if request := c.Annotations[etcdv1beta1.DefragmentAnnotation]; request != "" && request != st.LastRequest && st.Current == nil {
 		st.LastRequest = request
 		start(maintenance.TriggerRequest)
 	}
-	if equality.Semantic.DeepEqual(st, &etcdv1alpha1.DefragmentationStatus{}) {
+	if equality.Semantic.DeepEqual(st, &etcdv1beta1.DefragmentationStatus{}) {
 		return nil, false, nil
 	}
 	return st, started, nil
 }
 
 // sweepUnderWay reports whether a sweep is under way (as of this reconcile's status).
-func sweepUnderWay(c *etcdv1alpha1.EtcdCluster) bool {
+func sweepUnderWay(c *etcdv1beta1.EtcdCluster) bool {
 	return c.Status.Defragmentation != nil && c.Status.Defragmentation.Current != nil
 }
 
 // nextSweep is when spec.defragmentation.schedule next falls due (zero without a schedule).
-func nextSweep(c *etcdv1alpha1.EtcdCluster, now time.Time) time.Time {
+func nextSweep(c *etcdv1beta1.EtcdCluster, now time.Time) time.Time {
 	st := c.Status.Defragmentation
 	if c.Spec.Defragmentation.Schedule == "" || st == nil || st.LastScheduleTime == nil {
 		return time.Time{}
@@ -122,9 +122,9 @@ func (r *EtcdClusterReconciler) reconcileSweep(ctx context.Context, s *reconcile
 }
 
 // sweepCause says what started a sweep, for events.
-func sweepCause(c *etcdv1alpha1.EtcdCluster, sweep *etcdv1alpha1.DefragmentationSweep) string {
+func sweepCause(c *etcdv1beta1.EtcdCluster, sweep *etcdv1beta1.DefragmentationSweep) string {
 	if sweep.Trigger == maintenance.TriggerSchedule {
 		return fmt.Sprintf("spec.defragmentation.schedule %q", c.Spec.Defragmentation.Schedule)
 	}
-	return fmt.Sprintf("requested by the %s annotation", etcdv1alpha1.DefragmentAnnotation)
+	return fmt.Sprintf("requested by the %s annotation", etcdv1beta1.DefragmentAnnotation)
 }

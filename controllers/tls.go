@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/etcd"
 	"github.com/seedops/etcd-operator/internal/failpoint"
 	"github.com/seedops/etcd-operator/internal/pki"
@@ -68,7 +68,7 @@ func statefulSetServesTLS(sts *appsv1.StatefulSet) bool {
 // new cluster, and what the members already run for a cluster created before TLS existed (an operator
 // upgrade must not restart, let alone split, a running cluster). It is the one write the operator makes
 // to a spec, once per cluster, so that the spec says what runs; the update brings the cluster back.
-func (r *EtcdClusterReconciler) settleTLS(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
+func (r *EtcdClusterReconciler) settleTLS(ctx context.Context, c *etcdv1beta1.EtcdCluster) error {
 	enabled, why := true, "TLS is on by default for new clusters"
 	sts, err := r.statefulSet(ctx, c)
 	switch {
@@ -89,7 +89,7 @@ func (r *EtcdClusterReconciler) settleTLS(ctx context.Context, c *etcdv1alpha1.E
 
 // observeTLS reads the cluster's CA and certificate Secrets. The operator's own Secrets come from the
 // cache (they carry its label); a user-supplied CA is read directly, since unrelated Secrets are not cached.
-func (r *EtcdClusterReconciler) observeTLS(ctx context.Context, c *etcdv1alpha1.EtcdCluster, sts *appsv1.StatefulSet, o resources.Options) (tlsObservation, error) {
+func (r *EtcdClusterReconciler) observeTLS(ctx context.Context, c *etcdv1beta1.EtcdCluster, sts *appsv1.StatefulSet, o resources.Options) (tlsObservation, error) {
 	t := tlsObservation{options: o}
 	if sts != nil && statefulSetServesTLS(sts) != resources.TLSEnabled(c) {
 		t.refusal = fmt.Sprintf("spec.tls.enabled is %t but the members run with TLS %s; a running cluster cannot switch "+
@@ -221,17 +221,17 @@ func (r *EtcdClusterReconciler) reconcileTLS(ctx context.Context, s *reconcileSc
 
 // tlsStatus reports the certificates as observed at the start of the reconcile; a renewal's Secret
 // update brings the cluster back, and the next status shows it.
-func tlsStatus(c *etcdv1alpha1.EtcdCluster, t tlsObservation, o resources.Options) *etcdv1alpha1.TLSStatus {
+func tlsStatus(c *etcdv1beta1.EtcdCluster, t tlsObservation, o resources.Options) *etcdv1beta1.TLSStatus {
 	if c.Spec.TLS.Enabled == nil {
 		return c.Status.TLS
 	}
-	s := &etcdv1alpha1.TLSStatus{Enabled: resources.TLSEnabled(c)}
+	s := &etcdv1beta1.TLSStatus{Enabled: resources.TLSEnabled(c)}
 	if !s.Enabled || t.refusal != "" {
 		return s
 	}
 	s.ClientSecretName = resources.ClientSecretName(c)
 	if t.ca != nil {
-		s.Certificates = append(s.Certificates, etcdv1alpha1.CertificateStatus{
+		s.Certificates = append(s.Certificates, etcdv1beta1.CertificateStatus{
 			Name: resources.CertCA, SecretName: resources.CASecretName(c), NotAfter: metav1.NewTime(t.ca.Cert.NotAfter)})
 	}
 	for _, leaf := range resources.LeafCertificates(c, o) {
@@ -244,14 +244,14 @@ func tlsStatus(c *etcdv1alpha1.EtcdCluster, t tlsObservation, o resources.Option
 			continue
 		}
 		renew := metav1.NewTime(pki.RenewalTime(cert, resources.RenewBefore(c)))
-		s.Certificates = append(s.Certificates, etcdv1alpha1.CertificateStatus{
+		s.Certificates = append(s.Certificates, etcdv1beta1.CertificateStatus{
 			Name: leaf.Name, SecretName: leaf.SecretName, NotAfter: metav1.NewTime(cert.NotAfter), RenewalTime: &renew})
 	}
 	return s
 }
 
 // nextRenewal is the earliest time a certificate of the cluster is due, or zero.
-func nextRenewal(s *etcdv1alpha1.TLSStatus) time.Time {
+func nextRenewal(s *etcdv1beta1.TLSStatus) time.Time {
 	if s == nil {
 		return time.Time{}
 	}

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/pki"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
@@ -25,7 +25,7 @@ import (
 var _ = Describe("EtcdCluster TLS", func() {
 	ctx := context.Background()
 
-	secret := func(c *etcdv1alpha1.EtcdCluster, name string) *corev1.Secret {
+	secret := func(c *etcdv1beta1.EtcdCluster, name string) *corev1.Secret {
 		s := &corev1.Secret{}
 		ExpectWithOffset(1, k8sClient.Get(ctx, key(c.Namespace, name), s)).To(Succeed())
 		return s
@@ -36,10 +36,10 @@ var _ = Describe("EtcdCluster TLS", func() {
 		return cert
 	}
 	// plaintextStatefulSet stands in for the members of a cluster created before TLS existed.
-	plaintextStatefulSet := func(c *etcdv1alpha1.EtcdCluster) {
+	plaintextStatefulSet := func(c *etcdv1beta1.EtcdCluster) {
 		plain := c.DeepCopy()
 		plain.Spec.TLS.Enabled = ptr.To(false)
-		plain.Spec.PVCRetentionPolicy = etcdv1alpha1.PVCRetentionPolicy{WhenDeleted: "Retain", WhenScaled: "Retain"}
+		plain.Spec.PVCRetentionPolicy = etcdv1beta1.PVCRetentionPolicy{WhenDeleted: "Retain", WhenScaled: "Retain"}
 		ac := resources.StatefulSet(plain, 3, resources.DefaultOptions(), nil, resources.MemberGate{})
 		ac.OwnerReferences = nil
 		Expect(k8sClient.Apply(ctx, ac, client.FieldOwner("old-operator"))).To(Succeed())
@@ -115,9 +115,9 @@ var _ = Describe("EtcdCluster TLS", func() {
 		plaintextStatefulSet(c)
 		c.Spec.TLS.Enabled = ptr.To(true)
 		Expect(k8sClient.Create(ctx, c)).To(Succeed())
-		Eventually(condition(ctx, c, etcdv1alpha1.ConditionDegraded), timeout, interval).Should(And(
+		Eventually(condition(ctx, c, etcdv1beta1.ConditionDegraded), timeout, interval).Should(And(
 			statusIs(metav1.ConditionTrue, ReasonTLSRefused), HaveField("Message", ContainSubstring("cannot switch between plaintext and TLS"))))
-		Expect(condition(ctx, c, etcdv1alpha1.ConditionProgressing)(Default)).To(statusIs(metav1.ConditionFalse, ReasonTLSRefused))
+		Expect(condition(ctx, c, etcdv1beta1.ConditionProgressing)(Default)).To(statusIs(metav1.ConditionFalse, ReasonTLSRefused))
 		Expect(k8sClient.Get(ctx, key(c.Namespace, resources.ConfigMapName(c)), &corev1.ConfigMap{})).To(Satisfy(apierrors.IsNotFound))
 		Expect(k8sClient.Get(ctx, key(c.Namespace, resources.CASecretName(c)), &corev1.Secret{})).To(Satisfy(apierrors.IsNotFound))
 	})
@@ -133,7 +133,7 @@ var _ = Describe("EtcdCluster TLS", func() {
 
 		fixed := newCluster(watchedNS)
 		Expect(k8sClient.Create(ctx, fixed)).To(Succeed())
-		Expect(retryUpdate(ctx, fixed, func(o client.Object) { o.(*etcdv1alpha1.EtcdCluster).Spec.TLS.CASecretName = "another-ca" })).
+		Expect(retryUpdate(ctx, fixed, func(o client.Object) { o.(*etcdv1beta1.EtcdCluster).Spec.TLS.CASecretName = "another-ca" })).
 			To(MatchError(ContainSubstring("tls.caSecretName is immutable")))
 
 		plain := newCluster(watchedNS)
@@ -146,7 +146,7 @@ var _ = Describe("EtcdCluster TLS", func() {
 		c := newCluster(watchedNS)
 		c.Spec.TLS.CASecretName = "my-ca"
 		Expect(k8sClient.Create(ctx, c)).To(Succeed())
-		Eventually(condition(ctx, c, etcdv1alpha1.ConditionDegraded), timeout, interval).Should(And(
+		Eventually(condition(ctx, c, etcdv1beta1.ConditionDegraded), timeout, interval).Should(And(
 			statusIs(metav1.ConditionTrue, ReasonReconcileFailed), HaveField("Message", ContainSubstring("CA Secret my-ca named by spec.tls.caSecretName not found"))))
 
 		userCA, key, err := pki.NewCA("user CA", 24*time.Hour, time.Now())
@@ -176,7 +176,7 @@ var _ = Describe("EtcdCluster TLS", func() {
 		caSecret := secret(c, resources.CASecretName(c))
 		caSecret.Data["tls.crt"], caSecret.Data["tls.key"] = other.CertPEM, key
 		Expect(k8sClient.Update(ctx, caSecret)).To(Succeed())
-		Eventually(condition(ctx, c, etcdv1alpha1.ConditionDegraded), timeout, interval).Should(And(
+		Eventually(condition(ctx, c, etcdv1beta1.ConditionDegraded), timeout, interval).Should(And(
 			statusIs(metav1.ConditionTrue, ReasonReconcileFailed), HaveField("Message", ContainSubstring("rotating a cluster's CA is not supported"))))
 		Expect(secret(c, resources.ServerSecretName(c)).Data).To(Equal(server.Data), "the server certificate is left as it was")
 	})
@@ -186,8 +186,8 @@ var _ = Describe("EtcdCluster TLS", func() {
 // not as a certificate "not issued yet".
 func TestUnusableClientCertificateIsReported(t *testing.T) {
 	ctx := context.Background()
-	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "u"},
-		Spec: etcdv1alpha1.EtcdClusterSpec{Version: "3.5.9", Replicas: 3, TLS: etcdv1alpha1.TLSSpec{Enabled: ptr.To(true)}}}
+	c := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "u"},
+		Spec: etcdv1beta1.EtcdClusterSpec{Version: "3.5.9", Replicas: 3, TLS: etcdv1beta1.TLSSpec{Enabled: ptr.To(true)}}}
 	now := time.Now()
 	ca, caKey, err := pki.NewCA("test CA", time.Hour, now)
 	if err != nil {

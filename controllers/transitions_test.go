@@ -6,7 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 )
 
 // A second reconcile that read its cluster before the cache showed the first one's status patch sees the
@@ -14,11 +14,11 @@ import (
 func TestTransitionsReportedOnceDespiteAStaleRead(t *testing.T) {
 	rec := &events.FakeRecorder{Events: make(chan string, 10)}
 	r := &EtcdClusterReconciler{Recorder: rec, reported: newConditionMemory()}
-	stale := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", UID: "uid-transitions"}}
+	stale := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", UID: "uid-transitions"}}
 	after := stale.DeepCopy()
 	after.Status.Conditions = []metav1.Condition{
-		{Type: etcdv1alpha1.ConditionAvailable, Status: metav1.ConditionFalse, Reason: ReasonBootstrapping},
-		{Type: etcdv1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: "Healthy"},
+		{Type: etcdv1beta1.ConditionAvailable, Status: metav1.ConditionFalse, Reason: ReasonBootstrapping},
+		{Type: etcdv1beta1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: "Healthy"},
 	}
 	r.recordTransitions(stale, after)
 	r.recordTransitions(stale, after) // the stale second reconcile

@@ -21,7 +21,7 @@ make --no-print-directory deploy IMG="$image"
 # The README's sample cluster; offline, the etcd image comes from the node's registry instead of gcr.io.
 step "EtcdCluster prod-etcd: 3 members of etcd 3.5.35, 1Gi each, backups at 02:00"
 "$kubectl" apply --server-side -f - <<'YAML'
-apiVersion: etcd.seedops.io/v1alpha1
+apiVersion: etcd.seedops.io/v1beta1
 kind: EtcdCluster
 metadata:
   name: prod-etcd

@@ -3,7 +3,7 @@
 # Makefile; uses its VERSION, LOCALBIN, KUBECTL and the node settings of make/node.mk.
 
 OLM_WORK ?= $(NODE_DIR)/olm
-# Ginkgo label filter of `make test-olm` (labels: install-modes, upgrade, operator-sdk; olmv1 is `make test-olmv1`).
+# Ginkgo label filter of `make test-olm` (labels: install-modes, upgrade, kustomize, operator-sdk; olmv1 is `make test-olmv1`).
 OLM_LABEL_FILTER ?= !olmv1
 OLM_TEST_TIMEOUT ?= 60m
 OLM_TEST_ARGS ?=
@@ -56,12 +56,13 @@ test-olm: olm-up ## Install, upgrade and remove the operator through OLM v0 and 
 
 .PHONY: test-olm-run
 # test-olm-run runs tests/olm on a node where OLM is already up (test-olm and test-olmv1 bring it up first).
-test-olm-run: operator-sdk
+test-olm-run: operator-sdk kustomize
 	@# An operator from `make deploy` would reconcile the same clusters: remove its deployment (not its CRD, which
 	@# EtcdClusters of others depend on).
 	$(KUBECTL) --kubeconfig $(NODE_KUBECONFIG) -n etcd-operator-system delete deployment --all --ignore-not-found --wait=true
 	KUBECONFIG=$(NODE_KUBECONFIG) KUBECTL=$(KUBECTL) OPERATOR_SDK=$(OPERATOR_SDK) \
 	  OLM_IMAGES_ENV=$(OLM_WORK)/images.env OLM_CURRENT_VERSION=$(VERSION) OLM_PREVIOUS_VERSION=$(OLM_PREVIOUS_VERSION) \
 	  OLM_REGISTRY_TLS_BUNDLE=$(NODE_DIR)/registry-tls/ca-bundle.crt \
+	  OLM_RELEASE_SOURCES=$(OLM_WORK)/src KUSTOMIZE=$(KUSTOMIZE) \
 	  go test -tags olm ./tests/olm/... -count=1 -timeout $(OLM_TEST_TIMEOUT) -v \
 	    -ginkgo.v -ginkgo.label-filter='$(OLM_LABEL_FILTER)' $(OLM_TEST_ARGS)

@@ -10,7 +10,7 @@
 # The operator image reference is written to bin/node/operator-image (FAILPOINT_IMAGE=1 adds the failpoint
 # build's, bin/node/operator-image-failpoints).
 source "$(dirname "$0")/lib.sh"
-VERSION=${VERSION:-0.2.0}
+VERSION=${VERSION:-0.3.0}
 
 "$HACK/registry.sh"
 source "$HACK/imagelib.sh"

@@ -13,7 +13,7 @@
 # (RELATED_IMAGE_ETCD_<version>=<local image> for the operator, as a disconnected install mirrors them).
 # With --build-only, only the binaries are built (no registry, no node: .ci/run builds them ahead of time).
 source "$(dirname "$0")/lib.sh"
-VERSION=${VERSION:-0.2.0}
+VERSION=${VERSION:-0.3.0}
 IMAGES=$NODE_DIR/images
 mkdir -p "$IMAGES"
 

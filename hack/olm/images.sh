@@ -13,7 +13,7 @@
 # The references are written to bin/node/olm/images.env. The node's own images (the operator of VERSION, etcd,
 # busybox) come from hack/node/images.sh.
 source "$(dirname "$0")/lib.sh"
-VERSION=${VERSION:-0.2.0}
+VERSION=${VERSION:-0.3.0}
 
 "$OLM_HACK/build.sh"
 VERSION=$VERSION "$HACK/images.sh"

@@ -4,7 +4,7 @@
 # every image reference pointing at the node's registry. Then serves the local variant of catalog/ through a
 # CatalogSource in the olm namespace and waits until packageserver lists the package. Idempotent.
 source "$(dirname "$0")/lib.sh"
-VERSION=${VERSION:-0.2.0}
+VERSION=${VERSION:-0.3.0}
 [ -f "$KUBECONFIG_PATH" ] || die "no node: run make cluster-up"
 
 VERSION=$VERSION "$OLM_HACK/images.sh"

@@ -5,7 +5,7 @@
 # cert-manager would issue made here by openssl instead (the node has no cert-manager). Then a ClusterCatalog serving
 # the OLM v1 variant of the local catalog. Needs olm-up's images (images.sh). Idempotent.
 source "$(dirname "$0")/lib.sh"
-VERSION=${VERSION:-0.2.0}
+VERSION=${VERSION:-0.3.0}
 [ -f "$KUBECONFIG_PATH" ] || die "no node: run make cluster-up"
 source "$HACK/imagelib.sh"
 # kustomize: the Makefile's pinned one (make olmv1-up passes it).

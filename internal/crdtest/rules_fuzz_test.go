@@ -13,7 +13,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/crdtest"
 )
 
@@ -32,7 +32,7 @@ func clusters(t testing.TB) *crdtest.Admitter {
 
 func object(name string, spec map[string]any) map[string]any {
 	return map[string]any{
-		"apiVersion": "etcd.seedops.io/v1alpha1",
+		"apiVersion": "etcd.seedops.io/v1beta1",
 		"kind":       "EtcdCluster",
 		"metadata":   map[string]any{"name": name, "namespace": "default"},
 		"spec":       spec,
@@ -153,7 +153,7 @@ func FuzzStorageSizeRule(f *testing.F) {
 			return
 		}
 		spec, _ := json.Marshal(obj["spec"])
-		var s etcdv1alpha1.EtcdClusterSpec
+		var s etcdv1beta1.EtcdClusterSpec
 		if err := json.Unmarshal(spec, &s); err != nil {
 			t.Fatalf("the CRD accepts storageSize %q but the operator cannot decode it: %v", newS, err)
 		}

@@ -10,7 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 )
 
 type backupOptions struct {
@@ -62,7 +62,7 @@ func runBackup(ctx context.Context, s *session, streams Streams, clusterName str
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	done, err := waitForBackup(ctx, s.client, b, func(b *etcdv1alpha1.EtcdBackup) {
+	done, err := waitForBackup(ctx, s.client, b, func(b *etcdv1beta1.EtcdBackup) {
 		_, _ = fmt.Fprintf(streams.Out, "%s  %s\n", time.Now().UTC().Format(time.TimeOnly), describeProgress(b))
 	})
 	if err != nil {
@@ -72,7 +72,7 @@ func runBackup(ctx context.Context, s *session, streams Streams, clusterName str
 		}
 		return err
 	}
-	if done.Status.Phase == etcdv1alpha1.BackupFailed {
+	if done.Status.Phase == etcdv1beta1.BackupFailed {
 		return fmt.Errorf("backup %s failed: %s", done.Name, orUnknown(done.Status.Error))
 	}
 	_, _ = fmt.Fprint(streams.Out, describeResult(done))
@@ -81,19 +81,19 @@ func runBackup(ctx context.Context, s *session, streams Streams, clusterName str
 
 // newBackup is the EtcdBackup the command creates: no destination, so the cluster's spec.backup applies,
 // as for scheduled backups.
-func newBackup(namespace, cluster, name string, now time.Time) *etcdv1alpha1.EtcdBackup {
+func newBackup(namespace, cluster, name string, now time.Time) *etcdv1beta1.EtcdBackup {
 	if name == "" {
 		// EtcdBackup names are at most 63 characters (they label the backup's Job); cluster names at most 45.
 		name = cluster + "-" + strings.ToLower(now.UTC().Format("20060102-150405"))
 	}
-	return &etcdv1alpha1.EtcdBackup{
+	return &etcdv1beta1.EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Spec:       etcdv1alpha1.EtcdBackupSpec{ClusterName: cluster},
+		Spec:       etcdv1beta1.EtcdBackupSpec{ClusterName: cluster},
 	}
 }
 
 // describeProgress is one line per observed change: the phase, and the operator's message if any.
-func describeProgress(b *etcdv1alpha1.EtcdBackup) string {
+func describeProgress(b *etcdv1beta1.EtcdBackup) string {
 	if b.Status.Phase == "" {
 		return "waiting for the operator to pick the backup up"
 	}
@@ -107,7 +107,7 @@ func describeProgress(b *etcdv1alpha1.EtcdBackup) string {
 	return line
 }
 
-func describeResult(b *etcdv1alpha1.EtcdBackup) string {
+func describeResult(b *etcdv1beta1.EtcdBackup) string {
 	st := b.Status
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "Backup %s succeeded\n", b.Name)

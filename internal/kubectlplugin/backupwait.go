@@ -10,19 +10,19 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 )
 
 // waitForBackup watches the backup until its phase is final (Succeeded or Failed) and returns it. progress
 // is called with the backup each time its phase, Job or error changes, starting with b's own state. The
 // watch resumes from the last seen resourceVersion when the API server ends it, and starts over from a
 // fresh read when that version has expired.
-func waitForBackup(ctx context.Context, c client.WithWatch, b *etcdv1alpha1.EtcdBackup, progress func(*etcdv1alpha1.EtcdBackup)) (*etcdv1alpha1.EtcdBackup, error) {
+func waitForBackup(ctx context.Context, c client.WithWatch, b *etcdv1beta1.EtcdBackup, progress func(*etcdv1beta1.EtcdBackup)) (*etcdv1beta1.EtcdBackup, error) {
 	last := b.DeepCopy()
 	progress(last)
 	rv := last.ResourceVersion
 	for !final(last) {
-		w, err := c.Watch(ctx, &etcdv1alpha1.EtcdBackupList{}, &client.ListOptions{
+		w, err := c.Watch(ctx, &etcdv1beta1.EtcdBackupList{}, &client.ListOptions{
 			Namespace:     b.Namespace,
 			FieldSelector: fields.OneTermEqualSelector("metadata.name", b.Name),
 			Raw:           &metav1.ListOptions{ResourceVersion: rv},
@@ -36,7 +36,7 @@ func waitForBackup(ctx context.Context, c client.WithWatch, b *etcdv1alpha1.Etcd
 			return nil, err
 		}
 		if rv == "" { // the version expired: read the backup again and watch from there
-			fresh := &etcdv1alpha1.EtcdBackup{}
+			fresh := &etcdv1beta1.EtcdBackup{}
 			if err := c.Get(ctx, client.ObjectKeyFromObject(b), fresh); err != nil {
 				return nil, describeGetError(err, "EtcdBackup", b.Name, b.Namespace)
 			}
@@ -49,7 +49,7 @@ func waitForBackup(ctx context.Context, c client.WithWatch, b *etcdv1alpha1.Etcd
 
 // follow consumes one watch until the backup is final, the watch ends (returning the version to resume
 // from) or the version expired (returning "").
-func follow(ctx context.Context, w watch.Interface, last **etcdv1alpha1.EtcdBackup, progress func(*etcdv1alpha1.EtcdBackup)) (string, error) {
+func follow(ctx context.Context, w watch.Interface, last **etcdv1beta1.EtcdBackup, progress func(*etcdv1beta1.EtcdBackup)) (string, error) {
 	rv := (*last).ResourceVersion
 	for {
 		select {
@@ -68,7 +68,7 @@ func follow(ctx context.Context, w watch.Interface, last **etcdv1alpha1.EtcdBack
 			case watch.Deleted:
 				return "", fmt.Errorf("EtcdBackup %q was deleted before it finished", (*last).Name)
 			case watch.Added, watch.Modified:
-				b, ok := ev.Object.(*etcdv1alpha1.EtcdBackup)
+				b, ok := ev.Object.(*etcdv1beta1.EtcdBackup)
 				if !ok {
 					continue
 				}
@@ -83,7 +83,7 @@ func follow(ctx context.Context, w watch.Interface, last **etcdv1alpha1.EtcdBack
 }
 
 // report calls progress when what the user sees changed.
-func report(last **etcdv1alpha1.EtcdBackup, b *etcdv1alpha1.EtcdBackup, progress func(*etcdv1alpha1.EtcdBackup)) {
+func report(last **etcdv1beta1.EtcdBackup, b *etcdv1beta1.EtcdBackup, progress func(*etcdv1beta1.EtcdBackup)) {
 	prev := (*last).Status
 	*last = b
 	if prev.Phase != b.Status.Phase || prev.JobName != b.Status.JobName || prev.Error != b.Status.Error {
@@ -91,6 +91,6 @@ func report(last **etcdv1alpha1.EtcdBackup, b *etcdv1alpha1.EtcdBackup, progress
 	}
 }
 
-func final(b *etcdv1alpha1.EtcdBackup) bool {
-	return b.Status.Phase == etcdv1alpha1.BackupSucceeded || b.Status.Phase == etcdv1alpha1.BackupFailed
+func final(b *etcdv1beta1.EtcdBackup) bool {
+	return b.Status.Phase == etcdv1beta1.BackupSucceeded || b.Status.Phase == etcdv1beta1.BackupFailed
 }

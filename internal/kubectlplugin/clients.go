@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 )
 
 // session is one command's connection: the REST config, a typed client for the operator's API and core
@@ -36,7 +36,7 @@ func (k *kubeFlags) session() (*session, error) {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	if err := etcdv1alpha1.AddToScheme(scheme); err != nil {
+	if err := etcdv1beta1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
@@ -47,8 +47,8 @@ func (k *kubeFlags) session() (*session, error) {
 }
 
 // cluster reads an EtcdCluster, turning the API's errors into ones that say where it looked.
-func (s *session) cluster(ctx context.Context, name string) (*etcdv1alpha1.EtcdCluster, error) {
-	c := &etcdv1alpha1.EtcdCluster{}
+func (s *session) cluster(ctx context.Context, name string) (*etcdv1beta1.EtcdCluster, error) {
+	c := &etcdv1beta1.EtcdCluster{}
 	err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, c)
 	return c, describeGetError(err, "EtcdCluster", name, s.namespace)
 }
@@ -60,7 +60,7 @@ func describeGetError(err error, kind, name, namespace string) error {
 	case apierrors.IsNotFound(err):
 		return fmt.Errorf("%s %q not found in namespace %q (use -n to choose another namespace)", kind, name, namespace)
 	case meta.IsNoMatchError(err):
-		return fmt.Errorf("the %s API (%s) is not installed in this Kubernetes cluster: is etcd-operator installed?", kind, etcdv1alpha1.GroupVersion)
+		return fmt.Errorf("the %s API (%s) is not installed in this Kubernetes cluster: is etcd-operator installed?", kind, etcdv1beta1.GroupVersion)
 	case apierrors.IsForbidden(err):
 		return fmt.Errorf("not allowed to read %s %q in namespace %q: %w", kind, name, namespace, err)
 	}

@@ -8,14 +8,14 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 )
 
 func newDefragCommand(k *kubeFlags, streams Streams) *cobra.Command {
 	return &cobra.Command{
 		Use:   "defrag CLUSTER",
 		Short: "Ask the operator to defragment every member in turn, followers first, the leader last",
-		Long: "Sets the cluster's " + etcdv1alpha1.DefragmentAnnotation + " annotation to the current time. The operator " +
+		Long: "Sets the cluster's " + etcdv1beta1.DefragmentAnnotation + " annotation to the current time. The operator " +
 			"then defragments one member at a time, each only while every member is healthy, and reports the sweep in " +
 			"status.defragmentation and in events; a member serves nothing while it defragments. kubectl etcd status shows the progress.",
 		Example: `  kubectl etcd defrag prod-etcd -n databases`,
@@ -37,11 +37,11 @@ func runDefrag(ctx context.Context, s *session, streams Streams, clusterName str
 	}
 	request := now.UTC().Format(time.RFC3339Nano)
 	patch := client.MergeFrom(c.DeepCopy())
-	c.SetAnnotations(mergeAnnotation(c.GetAnnotations(), etcdv1alpha1.DefragmentAnnotation, request))
+	c.SetAnnotations(mergeAnnotation(c.GetAnnotations(), etcdv1beta1.DefragmentAnnotation, request))
 	if err := s.client.Patch(ctx, c, patch); err != nil {
 		return fmt.Errorf("annotate EtcdCluster %q in namespace %q: %w", c.Name, c.Namespace, err)
 	}
-	_, _ = fmt.Fprintf(streams.Out, "etcdcluster.etcd.seedops.io/%s: defragmentation requested (%s=%s)\n", c.Name, etcdv1alpha1.DefragmentAnnotation, request)
+	_, _ = fmt.Fprintf(streams.Out, "etcdcluster.etcd.seedops.io/%s: defragmentation requested (%s=%s)\n", c.Name, etcdv1beta1.DefragmentAnnotation, request)
 	if st := c.Status.Defragmentation; st != nil && st.Current != nil {
 		_, _ = fmt.Fprintf(streams.Out, "A sweep is under way (%s); this one starts when it finishes.\n", st.Current.Trigger)
 	}

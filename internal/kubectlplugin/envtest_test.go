@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 )
 
 // The API server is started once, by the first test that needs it; tests that need none (golden files,
@@ -56,7 +56,7 @@ func apiServer(t *testing.T) (client.Client, string) {
 		}
 		scheme := runtime.NewScheme()
 		_ = clientgoscheme.AddToScheme(scheme)
-		_ = etcdv1alpha1.AddToScheme(scheme)
+		_ = etcdv1beta1.AddToScheme(scheme)
 		if envClient, envErr = client.New(cfg, client.Options{Scheme: scheme}); envErr != nil {
 			return
 		}
@@ -103,7 +103,7 @@ func TestStatusThroughAPIServer(t *testing.T) {
 	ns := namespace(t, c)
 
 	fixture := healthyCluster()
-	ec := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: fixture.Name, Namespace: ns}, Spec: fixture.Spec}
+	ec := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: fixture.Name, Namespace: ns}, Spec: fixture.Spec}
 	if err := c.Create(ctx, ec); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestBackupThroughAPIServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ns := namespace(t, c)
-	ec := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd", Namespace: ns}, Spec: healthyCluster().Spec}
+	ec := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd", Namespace: ns}, Spec: healthyCluster().Spec}
 	if err := c.Create(ctx, ec); err != nil {
 		t.Fatal(err)
 	}
@@ -173,9 +173,9 @@ func TestBackupThroughAPIServer(t *testing.T) {
 			t.Errorf("spec = %+v, want clusterName %s and no destination (the cluster's spec.backup applies)", b.Spec, ec.Name)
 		}
 		start := metav1.Now()
-		setBackupStatus(ctx, t, c, b, etcdv1alpha1.EtcdBackupStatus{Phase: etcdv1alpha1.BackupRunning, JobName: "before-upgrade-backup", StartTime: &start})
+		setBackupStatus(ctx, t, c, b, etcdv1beta1.EtcdBackupStatus{Phase: etcdv1beta1.BackupRunning, JobName: "before-upgrade-backup", StartTime: &start})
 		end := metav1.NewTime(start.Add(4 * time.Second))
-		setBackupStatus(ctx, t, c, b, etcdv1alpha1.EtcdBackupStatus{Phase: etcdv1alpha1.BackupSucceeded, JobName: "before-upgrade-backup",
+		setBackupStatus(ctx, t, c, b, etcdv1beta1.EtcdBackupStatus{Phase: etcdv1beta1.BackupSucceeded, JobName: "before-upgrade-backup",
 			StartTime: &start, CompletionTime: &end, Revision: 50877, SizeBytes: 25 * mib, EtcdVersion: "3.5.17",
 			Location: "pvc://prod-etcd-backups/" + ns + "/prod-etcd/ondemand/before-upgrade.db"})
 		r := <-done
@@ -197,7 +197,7 @@ func TestBackupThroughAPIServer(t *testing.T) {
 			done <- err
 		}()
 		b := createdBackup(ctx, t, c, ns, "doomed")
-		setBackupStatus(ctx, t, c, b, etcdv1alpha1.EtcdBackupStatus{Phase: etcdv1alpha1.BackupFailed, Error: "BackoffLimitExceeded: snapshot: context deadline exceeded"})
+		setBackupStatus(ctx, t, c, b, etcdv1beta1.EtcdBackupStatus{Phase: etcdv1beta1.BackupFailed, Error: "BackoffLimitExceeded: snapshot: context deadline exceeded"})
 		if err := <-done; err == nil || !strings.Contains(err.Error(), "backup doomed failed: BackoffLimitExceeded") {
 			t.Errorf("got error %v, want the backup's error", err)
 		}
@@ -219,9 +219,9 @@ func TestBackupThroughAPIServer(t *testing.T) {
 }
 
 // createdBackup waits for the command under test to create the EtcdBackup.
-func createdBackup(ctx context.Context, t *testing.T, c client.Client, ns, name string) *etcdv1alpha1.EtcdBackup {
+func createdBackup(ctx context.Context, t *testing.T, c client.Client, ns, name string) *etcdv1beta1.EtcdBackup {
 	t.Helper()
-	b := &etcdv1alpha1.EtcdBackup{}
+	b := &etcdv1beta1.EtcdBackup{}
 	for {
 		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, b)
 		if err == nil {
@@ -234,7 +234,7 @@ func createdBackup(ctx context.Context, t *testing.T, c client.Client, ns, name 
 	}
 }
 
-func setBackupStatus(ctx context.Context, t *testing.T, c client.Client, b *etcdv1alpha1.EtcdBackup, st etcdv1alpha1.EtcdBackupStatus) {
+func setBackupStatus(ctx context.Context, t *testing.T, c client.Client, b *etcdv1beta1.EtcdBackup, st etcdv1beta1.EtcdBackupStatus) {
 	t.Helper()
 	b.Status = st
 	if err := c.Status().Update(ctx, b); err != nil {
@@ -246,7 +246,7 @@ func TestDefragThroughAPIServer(t *testing.T) {
 	c, kc := apiServer(t)
 	ctx := context.Background()
 	ns := namespace(t, c)
-	ec := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd", Namespace: ns, Annotations: map[string]string{"team": "storage"}},
+	ec := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd", Namespace: ns, Annotations: map[string]string{"team": "storage"}},
 		Spec: healthyCluster().Spec}
 	if err := c.Create(ctx, ec); err != nil {
 		t.Fatal(err)
@@ -259,9 +259,9 @@ func TestDefragThroughAPIServer(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(ec), ec); err != nil {
 		t.Fatal(err)
 	}
-	request, err := time.Parse(time.RFC3339Nano, ec.Annotations[etcdv1alpha1.DefragmentAnnotation])
+	request, err := time.Parse(time.RFC3339Nano, ec.Annotations[etcdv1beta1.DefragmentAnnotation])
 	if err != nil || request.Before(before.Truncate(time.Second)) {
-		t.Fatalf("annotation %q = %q (%v): want the time of the request", etcdv1alpha1.DefragmentAnnotation, ec.Annotations[etcdv1alpha1.DefragmentAnnotation], err)
+		t.Fatalf("annotation %q = %q (%v): want the time of the request", etcdv1beta1.DefragmentAnnotation, ec.Annotations[etcdv1beta1.DefragmentAnnotation], err)
 	}
 	if ec.Annotations["team"] != "storage" {
 		t.Errorf("annotations %v: the others must stay", ec.Annotations)
@@ -275,11 +275,11 @@ func TestDefragThroughAPIServer(t *testing.T) {
 	if _, _, err := run(ctx, kc, "defrag", ec.Name, "-n", ns); err != nil {
 		t.Fatal(err)
 	}
-	first := ec.Annotations[etcdv1alpha1.DefragmentAnnotation]
+	first := ec.Annotations[etcdv1beta1.DefragmentAnnotation]
 	if err := c.Get(ctx, client.ObjectKeyFromObject(ec), ec); err != nil {
 		t.Fatal(err)
 	}
-	if ec.Annotations[etcdv1alpha1.DefragmentAnnotation] == first {
+	if ec.Annotations[etcdv1beta1.DefragmentAnnotation] == first {
 		t.Errorf("a second request kept the value %q", first)
 	}
 

@@ -7,7 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
@@ -75,7 +75,7 @@ func hasFlag(args []string, name string) bool {
 
 // chooseMemberPod picks the pod to run etcdctl in: the leader's when status names one and its pod is
 // ready, else the first ready member pod by name. A ready pod passed its health probe, so its etcd answers.
-func chooseMemberPod(c *etcdv1alpha1.EtcdCluster, pods []corev1.Pod) (*corev1.Pod, error) {
+func chooseMemberPod(c *etcdv1beta1.EtcdCluster, pods []corev1.Pod) (*corev1.Pod, error) {
 	ready := map[string]*corev1.Pod{}
 	var names []string
 	for i := range pods {

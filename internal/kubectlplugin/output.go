@@ -8,13 +8,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 )
 
 // printObject writes obj as JSON or YAML, with apiVersion and kind, as `kubectl get -o` would.
 func printObject(w io.Writer, obj runtime.Object, kind, format string) error {
 	obj = obj.DeepCopyObject()
-	obj.GetObjectKind().SetGroupVersionKind(etcdv1alpha1.GroupVersion.WithKind(kind))
+	obj.GetObjectKind().SetGroupVersionKind(etcdv1beta1.GroupVersion.WithKind(kind))
 	switch format {
 	case "json":
 		b, err := json.MarshalIndent(obj, "", "    ")

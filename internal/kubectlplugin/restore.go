@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 )
 
 type restoreOptions struct {
@@ -53,14 +53,14 @@ func newRestoreCommand(k *kubeFlags, streams Streams) *cobra.Command {
 }
 
 func runRestore(ctx context.Context, s *session, streams Streams, backupName string, o restoreOptions) error {
-	b := &etcdv1alpha1.EtcdBackup{}
+	b := &etcdv1beta1.EtcdBackup{}
 	if err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: backupName}, b); err != nil {
 		return describeGetError(err, "EtcdBackup", backupName, s.namespace)
 	}
-	if b.Status.Phase != etcdv1alpha1.BackupSucceeded {
+	if b.Status.Phase != etcdv1beta1.BackupSucceeded {
 		return fmt.Errorf("EtcdBackup %q is %s, not Succeeded: only a finished backup can be restored", b.Name, orUnknown(string(b.Status.Phase)))
 	}
-	source := &etcdv1alpha1.EtcdCluster{}
+	source := &etcdv1beta1.EtcdCluster{}
 	switch err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: b.Spec.ClusterName}, source); {
 	case apierrors.IsNotFound(err):
 		source = nil // deleted since: the backup alone says what to create
@@ -89,11 +89,11 @@ func runRestore(ctx context.Context, s *session, streams Streams, backupName str
 
 // restoredCluster is the EtcdCluster a restore creates: the source cluster's spec (when it still exists)
 // without what must not be shared between two clusters, bootstrapped from the backup.
-func restoredCluster(b *etcdv1alpha1.EtcdBackup, source *etcdv1alpha1.EtcdCluster, o restoreOptions) *etcdv1alpha1.EtcdCluster {
-	spec := etcdv1alpha1.EtcdClusterSpec{Version: b.Status.EtcdVersion, Replicas: 3}
+func restoredCluster(b *etcdv1beta1.EtcdBackup, source *etcdv1beta1.EtcdCluster, o restoreOptions) *etcdv1beta1.EtcdCluster {
+	spec := etcdv1beta1.EtcdClusterSpec{Version: b.Status.EtcdVersion, Replicas: 3}
 	if source != nil {
 		spec = *source.Spec.DeepCopy()
-		spec.BackupSchedule, spec.Backup, spec.Auth, spec.Paused = "", etcdv1alpha1.BackupSpec{}, etcdv1alpha1.AuthSpec{}, false
+		spec.BackupSchedule, spec.Backup, spec.Auth, spec.Paused = "", etcdv1beta1.BackupSpec{}, etcdv1beta1.AuthSpec{}, false
 	}
 	if o.version != "" {
 		spec.Version = o.version
@@ -101,9 +101,9 @@ func restoredCluster(b *etcdv1alpha1.EtcdBackup, source *etcdv1alpha1.EtcdCluste
 	if o.replicas != 0 {
 		spec.Replicas = o.replicas
 	}
-	spec.Bootstrap = &etcdv1alpha1.BootstrapSpec{FromBackup: &etcdv1alpha1.BackupSource{BackupName: b.Name}}
-	return &etcdv1alpha1.EtcdCluster{
-		TypeMeta:   metav1.TypeMeta{APIVersion: etcdv1alpha1.GroupVersion.String(), Kind: "EtcdCluster"},
+	spec.Bootstrap = &etcdv1beta1.BootstrapSpec{FromBackup: &etcdv1beta1.BackupSource{BackupName: b.Name}}
+	return &etcdv1beta1.EtcdCluster{
+		TypeMeta:   metav1.TypeMeta{APIVersion: etcdv1beta1.GroupVersion.String(), Kind: "EtcdCluster"},
 		ObjectMeta: metav1.ObjectMeta{Name: o.to, Namespace: b.Namespace},
 		Spec:       spec,
 	}

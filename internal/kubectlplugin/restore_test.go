@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 )
 
 func TestRestoreThroughAPIServer(t *testing.T) {
@@ -20,23 +20,23 @@ func TestRestoreThroughAPIServer(t *testing.T) {
 	defer cancel()
 	ns := namespace(t, c)
 
-	source := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd", Namespace: ns}, Spec: healthyCluster().Spec}
+	source := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd", Namespace: ns}, Spec: healthyCluster().Spec}
 	source.Spec.Replicas, source.Spec.Version = 5, "3.5.21"
 	source.Spec.StorageSize = resource.MustParse("20Gi")
 	if err := c.Create(ctx, source); err != nil {
 		t.Fatal(err)
 	}
-	backup := func(name string, st etcdv1alpha1.EtcdBackupStatus) {
+	backup := func(name string, st etcdv1beta1.EtcdBackupStatus) {
 		t.Helper()
-		b := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: etcdv1alpha1.EtcdBackupSpec{ClusterName: source.Name}}
+		b := &etcdv1beta1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: etcdv1beta1.EtcdBackupSpec{ClusterName: source.Name}}
 		if err := c.Create(ctx, b); err != nil {
 			t.Fatal(err)
 		}
 		setBackupStatus(ctx, t, c, b, st)
 	}
-	backup("before-upgrade", etcdv1alpha1.EtcdBackupStatus{Phase: etcdv1alpha1.BackupSucceeded, Revision: 50877, EtcdVersion: "3.5.17",
+	backup("before-upgrade", etcdv1beta1.EtcdBackupStatus{Phase: etcdv1beta1.BackupSucceeded, Revision: 50877, EtcdVersion: "3.5.17",
 		Location: "pvc://prod-etcd-backups/" + ns + "/prod-etcd/ondemand/before-upgrade.db"})
-	backup("unfinished", etcdv1alpha1.EtcdBackupStatus{Phase: etcdv1alpha1.BackupRunning})
+	backup("unfinished", etcdv1beta1.EtcdBackupStatus{Phase: etcdv1beta1.BackupRunning})
 
 	t.Run("creates a cluster with the source's spec, bootstrapped from the backup", func(t *testing.T) {
 		out, _, err := run(ctx, kc, "restore", "before-upgrade", "--to", "prod-etcd-restored", "-n", ns)
@@ -46,7 +46,7 @@ func TestRestoreThroughAPIServer(t *testing.T) {
 		if !strings.Contains(out, "etcdcluster.etcd.seedops.io/prod-etcd-restored created from backup before-upgrade (revision 50877)") {
 			t.Errorf("output:\n%s", out)
 		}
-		got := &etcdv1alpha1.EtcdCluster{}
+		got := &etcdv1beta1.EtcdCluster{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "prod-etcd-restored"}, got); err != nil {
 			t.Fatal(err)
 		}
@@ -91,7 +91,7 @@ func TestRestoreThroughAPIServer(t *testing.T) {
 				t.Errorf("output lacks %q:\n%s", want, out)
 			}
 		}
-		err = c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "from-backup-only"}, &etcdv1alpha1.EtcdCluster{})
+		err = c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "from-backup-only"}, &etcdv1beta1.EtcdCluster{})
 		if !apierrors.IsNotFound(err) {
 			t.Errorf("--dry-run created the cluster (get: %v)", err)
 		}

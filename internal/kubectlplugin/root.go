@@ -22,7 +22,7 @@ func NewRootCommand(streams Streams, version string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "kubectl-etcd",
 		Short: "Inspect and operate etcd clusters run by etcd-operator",
-		Long: "kubectl etcd works with the EtcdClusters of etcd-operator (etcd.seedops.io/v1alpha1): " +
+		Long: "kubectl etcd works with the EtcdClusters of etcd-operator (etcd.seedops.io/v1beta1): " +
 			"their status, on-demand backups, restores into a new cluster, defragmentation, and etcdctl inside a member pod, without copying Secrets.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -42,6 +42,7 @@ func NewRootCommand(streams Streams, version string) *cobra.Command {
 		newRestoreCommand(k, streams),
 		newDefragCommand(k, streams),
 		newEtcdctlCommand(k, streams),
+		newMigrateStorageCommand(k, streams),
 		newVersionCommand(streams, version),
 	)
 	return cmd

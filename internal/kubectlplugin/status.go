@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 )
 
 func newStatusCommand(k *kubeFlags, streams Streams) *cobra.Command {
@@ -44,7 +44,7 @@ func runStatus(ctx context.Context, s *session, streams Streams, name, output st
 	}
 	// Backups only name the last backup and show running ones: without the right to list them, the
 	// status is still worth showing.
-	backups := &etcdv1alpha1.EtcdBackupList{}
+	backups := &etcdv1beta1.EtcdBackupList{}
 	if err := s.client.List(ctx, backups, client.InNamespace(s.namespace)); err != nil {
 		backups.Items = nil
 	}

@@ -11,15 +11,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 )
 
 // StatusView is everything `kubectl etcd status` shows: the cluster, the on-demand backups of its
 // namespace, the time "now" ages are measured from, and whether to colour the output.
 type StatusView struct {
-	Cluster *etcdv1alpha1.EtcdCluster
+	Cluster *etcdv1beta1.EtcdCluster
 	// Backups are the EtcdBackups of the cluster's namespace; those of other clusters are ignored.
-	Backups []etcdv1alpha1.EtcdBackup
+	Backups []etcdv1beta1.EtcdBackup
 	Now     time.Time
 	Color   bool
 }
@@ -65,7 +65,7 @@ func renderStatus(w *strings.Builder, v StatusView) {
 
 // writeDefragmentation shows the sweeps that defragment every member in turn, when there is a schedule or
 // status reports one.
-func writeDefragmentation(w *strings.Builder, p palette, c *etcdv1alpha1.EtcdCluster, now time.Time) {
+func writeDefragmentation(w *strings.Builder, p palette, c *etcdv1beta1.EtcdCluster, now time.Time) {
 	st, schedule := c.Status.Defragmentation, string(c.Spec.Defragmentation.Schedule)
 	if st == nil && schedule == "" {
 		return
@@ -88,7 +88,7 @@ func writeDefragmentation(w *strings.Builder, p palette, c *etcdv1alpha1.EtcdClu
 	}
 }
 
-func versionLine(c *etcdv1alpha1.EtcdCluster) string {
+func versionLine(c *etcdv1beta1.EtcdCluster) string {
 	cur := c.Status.CurrentVersion
 	switch {
 	case cur == "":
@@ -99,7 +99,7 @@ func versionLine(c *etcdv1alpha1.EtcdCluster) string {
 	return cur
 }
 
-func securityLine(c *etcdv1alpha1.EtcdCluster) string {
+func securityLine(c *etcdv1beta1.EtcdCluster) string {
 	tls := "off"
 	if t := c.Status.TLS; t != nil && t.Enabled {
 		tls = "on"
@@ -115,8 +115,8 @@ func securityLine(c *etcdv1alpha1.EtcdCluster) string {
 }
 
 // conditionOrder puts the conditions users read first at the top; others follow by name.
-var conditionOrder = []string{etcdv1alpha1.ConditionAvailable, etcdv1alpha1.ConditionDegraded,
-	etcdv1alpha1.ConditionProgressing, etcdv1alpha1.ConditionBackupSucceeded}
+var conditionOrder = []string{etcdv1beta1.ConditionAvailable, etcdv1beta1.ConditionDegraded,
+	etcdv1beta1.ConditionProgressing, etcdv1beta1.ConditionBackupSucceeded}
 
 func writeConditions(w *strings.Builder, p palette, conds []metav1.Condition, now time.Time) {
 	fmt.Fprintf(w, "\n%s\n", p.paint(bold, "Conditions:"))
@@ -145,7 +145,7 @@ func writeConditions(w *strings.Builder, p palette, conds []metav1.Condition, no
 	t.write(w, p, "  ")
 }
 
-func writeMembers(w *strings.Builder, p palette, members []etcdv1alpha1.MemberStatus) {
+func writeMembers(w *strings.Builder, p palette, members []etcdv1beta1.MemberStatus) {
 	fmt.Fprintf(w, "\n%s\n", p.paint(bold, "Members:"))
 	if len(members) == 0 {
 		fmt.Fprintf(w, "  none observed yet\n")
@@ -204,7 +204,7 @@ func writeBackups(w *strings.Builder, p palette, v StatusView) {
 	} else {
 		fmt.Fprintf(w, "  Last:      none yet\n")
 	}
-	if cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionBackupSucceeded); cond != nil && cond.Status != metav1.ConditionTrue {
+	if cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1beta1.ConditionBackupSucceeded); cond != nil && cond.Status != metav1.ConditionTrue {
 		fmt.Fprintf(w, "  %s\n", p.paint(red, "Last scheduled backup failed: "+cond.Message))
 	}
 	next := "no schedule (spec.backupSchedule is empty)"
@@ -213,7 +213,7 @@ func writeBackups(w *strings.Builder, p palette, v StatusView) {
 	}
 	fmt.Fprintf(w, "  Next:      %s\n", next)
 	for _, b := range v.Backups {
-		if b.Spec.ClusterName == c.Name && (b.Status.Phase == "" || b.Status.Phase == etcdv1alpha1.BackupPending || b.Status.Phase == etcdv1alpha1.BackupRunning) {
+		if b.Spec.ClusterName == c.Name && (b.Status.Phase == "" || b.Status.Phase == etcdv1beta1.BackupPending || b.Status.Phase == etcdv1beta1.BackupRunning) {
 			fmt.Fprintf(w, "  Running:   EtcdBackup %s (%s, created %s ago)\n", b.Name, orUnknown(string(b.Status.Phase)), age(now, b.CreationTimestamp.Time))
 		}
 	}
@@ -221,7 +221,7 @@ func writeBackups(w *strings.Builder, p palette, v StatusView) {
 
 // lastBackupSource names what took the last backup: the EtcdBackup whose snapshot it is, else the
 // scheduled Job the operator last reported.
-func lastBackupSource(c *etcdv1alpha1.EtcdCluster, backups []etcdv1alpha1.EtcdBackup) string {
+func lastBackupSource(c *etcdv1beta1.EtcdCluster, backups []etcdv1beta1.EtcdBackup) string {
 	for _, b := range backups {
 		if b.Spec.ClusterName == c.Name && b.Status.Location != "" && b.Status.Location == c.Status.LastBackupLocation {
 			return "EtcdBackup " + b.Name
@@ -245,7 +245,7 @@ func nextRun(schedule string, now time.Time) string {
 	return fmt.Sprintf("in %s (%s, schedule %q)", until(now, next), timestamp(next), schedule)
 }
 
-func writeCertificates(w *strings.Builder, p palette, tls *etcdv1alpha1.TLSStatus, now time.Time) {
+func writeCertificates(w *strings.Builder, p palette, tls *etcdv1beta1.TLSStatus, now time.Time) {
 	if tls == nil || len(tls.Certificates) == 0 {
 		return
 	}
@@ -269,11 +269,11 @@ func writeCertificates(w *strings.Builder, p palette, tls *etcdv1alpha1.TLSStatu
 	t.write(w, p, "  ")
 }
 
-func phaseColor(ph etcdv1alpha1.ClusterPhase) color {
+func phaseColor(ph etcdv1beta1.ClusterPhase) color {
 	switch ph {
-	case etcdv1alpha1.PhaseRunning:
+	case etcdv1beta1.PhaseRunning:
 		return green
-	case etcdv1alpha1.PhaseUnavailable:
+	case etcdv1beta1.PhaseUnavailable:
 		return red
 	case "":
 		return none
@@ -286,12 +286,12 @@ func conditionColor(c metav1.Condition) color {
 	switch {
 	case c.Status == metav1.ConditionUnknown:
 		return yellow
-	case c.Type == etcdv1alpha1.ConditionProgressing:
+	case c.Type == etcdv1beta1.ConditionProgressing:
 		if c.Status == metav1.ConditionTrue {
 			return yellow
 		}
 		return none
-	case (c.Type == etcdv1alpha1.ConditionDegraded) == (c.Status == metav1.ConditionTrue):
+	case (c.Type == etcdv1beta1.ConditionDegraded) == (c.Status == metav1.ConditionTrue):
 		return red
 	}
 	return green

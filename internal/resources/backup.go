@@ -12,7 +12,7 @@ import (
 	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 )
 
 // Labels and values of backup Jobs and their pods.
@@ -44,32 +44,32 @@ const (
 )
 
 // BackupPVCName is the claim the operator creates when backups go to its default PVC destination.
-func BackupPVCName(c *etcdv1alpha1.EtcdCluster) string { return c.Name + "-backups" }
+func BackupPVCName(c *etcdv1beta1.EtcdCluster) string { return c.Name + "-backups" }
 
 // BackupDestination is where a backup of c goes: the override, else c's spec.backup, else the default claim.
-func BackupDestination(c *etcdv1alpha1.EtcdCluster, override *etcdv1alpha1.BackupDestination) etcdv1alpha1.BackupDestination {
+func BackupDestination(c *etcdv1beta1.EtcdCluster, override *etcdv1beta1.BackupDestination) etcdv1beta1.BackupDestination {
 	d := c.Spec.Backup.BackupDestination
 	if override != nil && (override.PVC != nil || override.S3 != nil) {
 		d = *override
 	}
 	if d.S3 == nil && (d.PVC == nil || d.PVC.ClaimName == "") {
-		pvc := &etcdv1alpha1.PVCBackupDestination{ClaimName: BackupPVCName(c)}
+		pvc := &etcdv1beta1.PVCBackupDestination{ClaimName: BackupPVCName(c)}
 		if d.PVC != nil {
 			pvc.StorageClassName = d.PVC.StorageClassName
 		}
-		d = etcdv1alpha1.BackupDestination{PVC: pvc}
+		d = etcdv1beta1.BackupDestination{PVC: pvc}
 	}
 	return d
 }
 
 // UsesDefaultBackupPVC says whether the destination is the claim the operator creates for c.
-func UsesDefaultBackupPVC(c *etcdv1alpha1.EtcdCluster, d etcdv1alpha1.BackupDestination) bool {
+func UsesDefaultBackupPVC(c *etcdv1beta1.EtcdCluster, d etcdv1beta1.BackupDestination) bool {
 	return d.PVC != nil && d.PVC.ClaimName == BackupPVCName(c)
 }
 
 // BackupPVC is the default backup claim, sized like one member's volume (a snapshot is at most the size
 // of the database). It has no owner reference on purpose: deleting a cluster must not delete its backups.
-func BackupPVC(c *etcdv1alpha1.EtcdCluster, d etcdv1alpha1.BackupDestination) *corev1ac.PersistentVolumeClaimApplyConfiguration {
+func BackupPVC(c *etcdv1beta1.EtcdCluster, d etcdv1beta1.BackupDestination) *corev1ac.PersistentVolumeClaimApplyConfiguration {
 	spec := corev1ac.PersistentVolumeClaimSpec().
 		WithAccessModes(corev1.ReadWriteOnce).
 		WithResources(corev1ac.VolumeResourceRequirements().
@@ -86,7 +86,7 @@ func BackupPVC(c *etcdv1alpha1.EtcdCluster, d etcdv1alpha1.BackupDestination) *c
 
 // destinationArgs, destinationEnv and destinationVolumes describe a destination (or restore source) to the
 // operator image's backup and restore modes.
-func destinationArgs(d etcdv1alpha1.BackupDestination) []string {
+func destinationArgs(d etcdv1beta1.BackupDestination) []string {
 	if d.S3 != nil {
 		args := []string{"--s3-endpoint=" + d.S3.Endpoint, "--s3-bucket=" + d.S3.Bucket}
 		if d.S3.Prefix != "" {
@@ -103,7 +103,7 @@ func destinationArgs(d etcdv1alpha1.BackupDestination) []string {
 	return []string{"--pvc-claim=" + d.PVC.ClaimName, "--dir=" + backupMountPath}
 }
 
-func destinationEnv(d etcdv1alpha1.BackupDestination) []*corev1ac.EnvVarApplyConfiguration {
+func destinationEnv(d etcdv1beta1.BackupDestination) []*corev1ac.EnvVarApplyConfiguration {
 	if d.S3 == nil {
 		return nil
 	}
@@ -117,7 +117,7 @@ func destinationEnv(d etcdv1alpha1.BackupDestination) []*corev1ac.EnvVarApplyCon
 	}
 }
 
-func destinationVolumes(d etcdv1alpha1.BackupDestination, readOnly bool) ([]*corev1ac.VolumeApplyConfiguration, []*corev1ac.VolumeMountApplyConfiguration) {
+func destinationVolumes(d etcdv1beta1.BackupDestination, readOnly bool) ([]*corev1ac.VolumeApplyConfiguration, []*corev1ac.VolumeMountApplyConfiguration) {
 	if d.S3 != nil {
 		if d.S3.CASecretName == "" {
 			return nil, nil
@@ -159,7 +159,7 @@ func restrictedContainerSecurity() *corev1ac.SecurityContextApplyConfiguration {
 
 // backupPodSpec runs the operator image's backup mode. The pod needs no Kubernetes API access (no service
 // account token): it reads etcd, writes the destination and reports its result as its termination message.
-func backupPodSpec(c *etcdv1alpha1.EtcdCluster, d etcdv1alpha1.BackupDestination, kind string, o Options) *corev1ac.PodSpecApplyConfiguration {
+func backupPodSpec(c *etcdv1beta1.EtcdCluster, d etcdv1beta1.BackupDestination, kind string, o Options) *corev1ac.PodSpecApplyConfiguration {
 	args := []string{"backup", "--cluster=" + c.Name, "--namespace=" + c.Namespace,
 		"--endpoint=" + ClientEndpoint(c, o), "--kind=" + kind,
 		fmt.Sprintf("--retention=%d", c.Spec.Backup.Retention)}
@@ -192,7 +192,7 @@ func backupPodSpec(c *etcdv1alpha1.EtcdCluster, d etcdv1alpha1.BackupDestination
 			WithSecurityContext(restrictedContainerSecurity()))
 }
 
-func backupLabels(c *etcdv1alpha1.EtcdCluster, kind, backupName string) map[string]string {
+func backupLabels(c *etcdv1beta1.EtcdCluster, kind, backupName string) map[string]string {
 	l := Labels(c, ComponentBackup)
 	l[LabelBackupKind] = kind
 	l[LabelClusterUID] = string(c.UID)
@@ -204,7 +204,7 @@ func backupLabels(c *etcdv1alpha1.EtcdCluster, kind, backupName string) map[stri
 
 // BackupCronJob runs the operator image in backup mode on the cluster's schedule. Runs never overlap,
 // so a slow snapshot cannot pile up copies of itself.
-func BackupCronJob(c *etcdv1alpha1.EtcdCluster, o Options) *batchv1ac.CronJobApplyConfiguration {
+func BackupCronJob(c *etcdv1beta1.EtcdCluster, o Options) *batchv1ac.CronJobApplyConfiguration {
 	d := BackupDestination(c, nil)
 	labels := backupLabels(c, BackupKindScheduled, "")
 	return batchv1ac.CronJob(BackupCronJobName(c), c.Namespace).
@@ -226,7 +226,7 @@ func BackupCronJob(c *etcdv1alpha1.EtcdCluster, o Options) *batchv1ac.CronJobApp
 }
 
 // BackupJobName is the Job of an on-demand EtcdBackup (short enough for the job-name label).
-func BackupJobName(b *etcdv1alpha1.EtcdBackup) string {
+func BackupJobName(b *etcdv1beta1.EtcdBackup) string {
 	name := "etcdbackup-" + b.Name
 	if len(name) <= 63 {
 		return name
@@ -237,7 +237,7 @@ func BackupJobName(b *etcdv1alpha1.EtcdBackup) string {
 }
 
 // BackupJob runs one on-demand backup for an EtcdBackup, with the same pod as the scheduled runs.
-func BackupJob(c *etcdv1alpha1.EtcdCluster, b *etcdv1alpha1.EtcdBackup, o Options) *batchv1ac.JobApplyConfiguration {
+func BackupJob(c *etcdv1beta1.EtcdCluster, b *etcdv1beta1.EtcdBackup, o Options) *batchv1ac.JobApplyConfiguration {
 	d := BackupDestination(c, b.Spec.Destination)
 	labels := backupLabels(c, BackupKindOnDemand, b.Name)
 	return batchv1ac.Job(BackupJobName(b), b.Namespace).
@@ -252,7 +252,7 @@ func BackupJob(c *etcdv1alpha1.EtcdCluster, b *etcdv1alpha1.EtcdBackup, o Option
 
 // RestoreSource is a resolved spec.bootstrap.fromBackup: where the snapshot is and its key.
 type RestoreSource struct {
-	Destination etcdv1alpha1.BackupDestination
+	Destination etcdv1beta1.BackupDestination
 	Key         string
 	// Recovery names a quorum-loss recovery from this snapshot: the member's data of the lost cluster is
 	// moved aside on its volume and the snapshot restored ("" for a new cluster's bootstrap).
@@ -263,7 +263,7 @@ type RestoreSource struct {
 // It reads the same ETCD_* configuration as etcd, and restores only while the cluster bootstraps
 // (ETCD_INITIAL_CLUSTER_STATE=new) and the data directory is empty: members added later join empty, and a
 // restarted member keeps its data.
-func restoreInitContainer(c *etcdv1alpha1.EtcdCluster, etcd *corev1ac.ContainerApplyConfiguration, src RestoreSource, o Options) (*corev1ac.ContainerApplyConfiguration, []*corev1ac.VolumeApplyConfiguration) {
+func restoreInitContainer(c *etcdv1beta1.EtcdCluster, etcd *corev1ac.ContainerApplyConfiguration, src RestoreSource, o Options) (*corev1ac.ContainerApplyConfiguration, []*corev1ac.VolumeApplyConfiguration) {
 	volumes, mounts := destinationVolumes(src.Destination, true)
 	args := append([]string{"restore", "--key=" + src.Key}, destinationArgs(src.Destination)...)
 	if src.Recovery != "" {

@@ -8,7 +8,7 @@ import (
 
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/membergate"
 	"github.com/seedops/etcd-operator/internal/membership"
 )
@@ -64,19 +64,19 @@ func ForceNewClusterOf(data map[string]string) *membership.ForceNewCluster {
 }
 
 // BootstrapConfig is the static initial configuration of a new cluster of n members.
-func BootstrapConfig(c *etcdv1alpha1.EtcdCluster, n int, o Options) MemberConfig {
+func BootstrapConfig(c *etcdv1beta1.EtcdCluster, n int, o Options) MemberConfig {
 	return MemberConfig{InitialCluster: InitialCluster(c, n, o), InitialClusterState: membership.StateNew}
 }
 
 // ConfigMap holds etcd's environment configuration shared by all members.
-func ConfigMap(c *etcdv1alpha1.EtcdCluster, mc MemberConfig) *corev1ac.ConfigMapApplyConfiguration {
+func ConfigMap(c *etcdv1beta1.EtcdCluster, mc MemberConfig) *corev1ac.ConfigMapApplyConfiguration {
 	return corev1ac.ConfigMap(ConfigMapName(c), c.Namespace).
 		WithLabels(Labels(c, ComponentEtcd)).
 		WithOwnerReferences(OwnerReference(c)).
 		WithData(configData(c, mc))
 }
 
-func configData(c *etcdv1alpha1.EtcdCluster, mc MemberConfig) map[string]string {
+func configData(c *etcdv1beta1.EtcdCluster, mc MemberConfig) map[string]string {
 	data := map[string]string{
 		"ETCD_DATA_DIR":                  DataDir,
 		"ETCD_LISTEN_PEER_URLS":          fmt.Sprintf("%s://0.0.0.0:%d", scheme(c), PeerPort),
@@ -119,7 +119,7 @@ func configData(c *etcdv1alpha1.EtcdCluster, mc MemberConfig) map[string]string 
 // name is another cluster) and, while members restore in a quorum-loss recovery, the recovery: etcd derives
 // member and cluster IDs from it, so the restored cluster shares no ID with the one that was lost. etcd
 // reads it only when it bootstraps a member, so the token going back afterwards changes nothing.
-func initialClusterToken(c *etcdv1alpha1.EtcdCluster, r *membership.RestoreRecovery) string {
+func initialClusterToken(c *etcdv1beta1.EtcdCluster, r *membership.RestoreRecovery) string {
 	if r != nil {
 		return RestoreRecoveryToken(c, r.ID)
 	}
@@ -127,10 +127,10 @@ func initialClusterToken(c *etcdv1alpha1.EtcdCluster, r *membership.RestoreRecov
 }
 
 // InitialClusterToken is the initial cluster token c's members bootstrap under (outside a recovery).
-func InitialClusterToken(c *etcdv1alpha1.EtcdCluster) string { return initialClusterToken(c, nil) }
+func InitialClusterToken(c *etcdv1beta1.EtcdCluster) string { return initialClusterToken(c, nil) }
 
 // RestoreRecoveryToken is the initial cluster token of c's members restored by recovery id.
-func RestoreRecoveryToken(c *etcdv1alpha1.EtcdCluster, id string) string {
+func RestoreRecoveryToken(c *etcdv1beta1.EtcdCluster, id string) string {
 	return initialClusterToken(c, nil) + "/" + id
 }
 
@@ -163,7 +163,7 @@ const (
 // writes until the operator has compacted, defragmented and disarmed (internal/maintenance). Members read it
 // when they start: the derived quota reaches a running member at its next restart; a quotaBackendSize
 // change restarts the members (settingsEnv).
-func QuotaBackendBytes(c *etcdv1alpha1.EtcdCluster) int64 {
+func QuotaBackendBytes(c *etcdv1beta1.EtcdCluster) int64 {
 	if q := c.Spec.Etcd.QuotaBackendSize; q != nil {
 		return q.Value()
 	}

@@ -20,7 +20,7 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/crdtest"
 )
 
@@ -109,7 +109,7 @@ func FuzzBuilders(f *testing.F) {
 		if mode&32 == 0 {
 			spec["backup"] = dest
 		}
-		obj := map[string]any{"apiVersion": "etcd.seedops.io/v1alpha1", "kind": "EtcdCluster",
+		obj := map[string]any{"apiVersion": "etcd.seedops.io/v1beta1", "kind": "EtcdCluster",
 			"metadata": map[string]any{"name": name, "namespace": ns}, "spec": spec}
 		if errs := clusters.Create(obj); len(errs) > 0 {
 			if debugAdmission {
@@ -120,7 +120,7 @@ func FuzzBuilders(f *testing.F) {
 		if debugAdmission {
 			t.Logf("admitted %s", name)
 		}
-		c := &etcdv1alpha1.EtcdCluster{}
+		c := &etcdv1beta1.EtcdCluster{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, c); err != nil {
 			t.Fatalf("the CRD accepts %v but the operator cannot decode it: %v", obj, err)
 		}
@@ -130,11 +130,11 @@ func FuzzBuilders(f *testing.F) {
 		if mode&32 != 0 {
 			bspec["destination"] = dest
 		}
-		bobj := map[string]any{"apiVersion": "etcd.seedops.io/v1alpha1", "kind": "EtcdBackup",
+		bobj := map[string]any{"apiVersion": "etcd.seedops.io/v1beta1", "kind": "EtcdBackup",
 			"metadata": map[string]any{"name": backupName, "namespace": ns}, "spec": bspec}
-		var b *etcdv1alpha1.EtcdBackup
+		var b *etcdv1beta1.EtcdBackup
 		if errs := backups.Create(bobj); len(errs) == 0 {
-			b = &etcdv1alpha1.EtcdBackup{}
+			b = &etcdv1beta1.EtcdBackup{}
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(bobj, b); err != nil {
 				t.Fatalf("the CRD accepts %v but the operator cannot decode it: %v", bobj, err)
 			}
@@ -156,7 +156,7 @@ func FuzzBuilders(f *testing.F) {
 // debugAdmission logs what the CRDs refuse (FUZZ_DEBUG_ADMISSION=1 go test -run FuzzBuilders -v).
 var debugAdmission = os.Getenv("FUZZ_DEBUG_ADMISSION") != ""
 
-func checkCluster(t *testing.T, c *etcdv1alpha1.EtcdCluster, b *etcdv1alpha1.EtcdBackup, o Options, restore *RestoreSource, gate bool) {
+func checkCluster(t *testing.T, c *etcdv1beta1.EtcdCluster, b *etcdv1beta1.EtcdBackup, o Options, restore *RestoreSource, gate bool) {
 	t.Helper()
 	n := c.Spec.Replicas
 	d := BackupDestination(c, nil)
@@ -501,12 +501,12 @@ func FuzzBackupJobName(f *testing.F) {
 		if !valid(a) {
 			return
 		}
-		ja := BackupJobName(&etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: a}})
+		ja := BackupJobName(&etcdv1beta1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: a}})
 		nameOK(t, "backup Job", ja, append(validation.IsDNS1123Subdomain(ja), validation.IsValidLabelValue(ja)...))
 		if !valid(b) {
 			return
 		}
-		jb := BackupJobName(&etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: b}})
+		jb := BackupJobName(&etcdv1beta1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: b}})
 		if a != b && ja == jb {
 			t.Fatalf("backups %q and %q share the Job %q", a, b, ja)
 		}
@@ -545,7 +545,7 @@ func FuzzMemberOrdinal(f *testing.F) {
 		f.Add("prod-etcd", s, 3)
 	}
 	f.Fuzz(func(t *testing.T, cluster, name string, i int) {
-		c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}
+		c := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}
 		got := MemberOrdinal(c, name)
 		if got < -1 {
 			t.Fatalf("MemberOrdinal(%q) = %d", name, got)

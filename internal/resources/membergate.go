@@ -4,7 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/membergate"
 )
 
@@ -81,7 +81,7 @@ const MaxLearnersEnv = "ETCD_MAX_LEARNERS"
 // memberGateInitContainer runs the gate with etcd's own configuration (the same variables, the same
 // ConfigMap, the same data volume and, with TLS, the same peer certificate at the same path), so it judges
 // exactly the member etcd is about to start.
-func memberGateInitContainer(c *etcdv1alpha1.EtcdCluster, etcd *corev1ac.ContainerApplyConfiguration, gate MemberGate) *corev1ac.ContainerApplyConfiguration {
+func memberGateInitContainer(c *etcdv1beta1.EtcdCluster, etcd *corev1ac.ContainerApplyConfiguration, gate MemberGate) *corev1ac.ContainerApplyConfiguration {
 	var env []*corev1ac.EnvVarApplyConfiguration
 	for i := range etcd.Env {
 		env = append(env, &etcd.Env[i])

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/membership"
 )
 
@@ -104,21 +104,21 @@ func DefaultOptions() Options {
 }
 
 // Names of the objects of a cluster.
-func PeerServiceName(c *etcdv1alpha1.EtcdCluster) string    { return c.Name }
-func ClientServiceName(c *etcdv1alpha1.EtcdCluster) string  { return c.Name + "-client" }
-func ConfigMapName(c *etcdv1alpha1.EtcdCluster) string      { return c.Name + "-config" }
-func StatefulSetName(c *etcdv1alpha1.EtcdCluster) string    { return c.Name }
-func PDBName(c *etcdv1alpha1.EtcdCluster) string            { return c.Name }
-func BackupCronJobName(c *etcdv1alpha1.EtcdCluster) string  { return c.Name + "-backup" }
-func PodMonitorName(c *etcdv1alpha1.EtcdCluster) string     { return c.Name }
-func PrometheusRuleName(c *etcdv1alpha1.EtcdCluster) string { return c.Name }
+func PeerServiceName(c *etcdv1beta1.EtcdCluster) string    { return c.Name }
+func ClientServiceName(c *etcdv1beta1.EtcdCluster) string  { return c.Name + "-client" }
+func ConfigMapName(c *etcdv1beta1.EtcdCluster) string      { return c.Name + "-config" }
+func StatefulSetName(c *etcdv1beta1.EtcdCluster) string    { return c.Name }
+func PDBName(c *etcdv1beta1.EtcdCluster) string            { return c.Name }
+func BackupCronJobName(c *etcdv1beta1.EtcdCluster) string  { return c.Name + "-backup" }
+func PodMonitorName(c *etcdv1beta1.EtcdCluster) string     { return c.Name }
+func PrometheusRuleName(c *etcdv1beta1.EtcdCluster) string { return c.Name }
 
 // MemberName is the pod (and etcd member) name of ordinal i.
-func MemberName(c *etcdv1alpha1.EtcdCluster, i int) string { return fmt.Sprintf("%s-%d", c.Name, i) }
+func MemberName(c *etcdv1beta1.EtcdCluster, i int) string { return fmt.Sprintf("%s-%d", c.Name, i) }
 
 // MemberOrdinal is the ordinal of a member name "<cluster>-<n>" as MemberName writes it, or -1 for any other
 // name (a pod or claim of another cluster sharing the prefix, "01", "-1", "+1").
-func MemberOrdinal(c *etcdv1alpha1.EtcdCluster, name string) int {
+func MemberOrdinal(c *etcdv1beta1.EtcdCluster, name string) int {
 	rest, ok := strings.CutPrefix(name, c.Name+"-")
 	if !ok {
 		return -1
@@ -131,27 +131,27 @@ func MemberOrdinal(c *etcdv1alpha1.EtcdCluster, name string) int {
 }
 
 // MemberHost is member i's stable DNS name through the headless peer Service.
-func MemberHost(c *etcdv1alpha1.EtcdCluster, i int, o Options) string {
+func MemberHost(c *etcdv1beta1.EtcdCluster, i int, o Options) string {
 	return fmt.Sprintf("%s.%s.%s.svc.%s", MemberName(c, i), PeerServiceName(c), c.Namespace, o.ClusterDomain)
 }
 
 // MemberPeerURL is the URL member i advertises to its peers.
-func MemberPeerURL(c *etcdv1alpha1.EtcdCluster, i int, o Options) string {
+func MemberPeerURL(c *etcdv1beta1.EtcdCluster, i int, o Options) string {
 	return fmt.Sprintf("%s://%s:%d", scheme(c), MemberHost(c, i, o), PeerPort)
 }
 
 // MemberClientURL is the URL member i advertises to clients.
-func MemberClientURL(c *etcdv1alpha1.EtcdCluster, i int, o Options) string {
+func MemberClientURL(c *etcdv1beta1.EtcdCluster, i int, o Options) string {
 	return fmt.Sprintf("%s://%s:%d", scheme(c), MemberHost(c, i, o), ClientPort)
 }
 
 // ClientEndpoint is the load-balanced client URL of the cluster.
-func ClientEndpoint(c *etcdv1alpha1.EtcdCluster, o Options) string {
+func ClientEndpoint(c *etcdv1beta1.EtcdCluster, o Options) string {
 	return fmt.Sprintf("%s://%s.%s.svc.%s:%d", scheme(c), ClientServiceName(c), c.Namespace, o.ClusterDomain, ClientPort)
 }
 
 // InitialCluster is etcd's --initial-cluster for members 0..n-1.
-func InitialCluster(c *etcdv1alpha1.EtcdCluster, n int, o Options) string {
+func InitialCluster(c *etcdv1beta1.EtcdCluster, n int, o Options) string {
 	parts := make([]string, 0, n)
 	for i := range n {
 		parts = append(parts, MemberName(c, i)+"="+MemberPeerURL(c, i, o))
@@ -161,7 +161,7 @@ func InitialCluster(c *etcdv1alpha1.EtcdCluster, n int, o Options) string {
 
 // Image is the etcd image for the cluster's version: <repository>:v<version>, or the related image the
 // operator was given for that version when the cluster uses the default repository.
-func Image(c *etcdv1alpha1.EtcdCluster, o Options) string {
+func Image(c *etcdv1beta1.EtcdCluster, o Options) string {
 	if img, ok := o.RelatedImages[c.Spec.Version]; ok && c.Spec.Repository == DefaultRepository {
 		return img
 	}
@@ -192,23 +192,23 @@ func RelatedImagesFromEnv(environ []string) map[string]string {
 func Quorum(members int32) int32 { return int32(membership.Quorum(int(members))) }
 
 // SelectorLabels select a cluster's member pods. They never change, because selectors are immutable.
-func SelectorLabels(c *etcdv1alpha1.EtcdCluster) map[string]string {
+func SelectorLabels(c *etcdv1beta1.EtcdCluster) map[string]string {
 	return map[string]string{LabelName: AppName, LabelInstance: c.Name, LabelComponent: ComponentEtcd}
 }
 
 // Labels are put on every object of a cluster; the operator's cache only sees objects carrying ManagedBy.
-func Labels(c *etcdv1alpha1.EtcdCluster, component string) map[string]string {
+func Labels(c *etcdv1beta1.EtcdCluster, component string) map[string]string {
 	return map[string]string{LabelName: AppName, LabelInstance: c.Name, LabelComponent: component, LabelManagedBy: ManagedBy}
 }
 
 // OwnerReference makes the cluster the controlling owner, so garbage collection removes the object with it.
-func OwnerReference(c *etcdv1alpha1.EtcdCluster) *metav1ac.OwnerReferenceApplyConfiguration {
+func OwnerReference(c *etcdv1beta1.EtcdCluster) *metav1ac.OwnerReferenceApplyConfiguration {
 	return ownerReferenceTo(c, "EtcdCluster")
 }
 
 func ownerReferenceTo(o metav1.Object, kind string) *metav1ac.OwnerReferenceApplyConfiguration {
 	return metav1ac.OwnerReference().
-		WithAPIVersion(etcdv1alpha1.GroupVersion.String()).
+		WithAPIVersion(etcdv1beta1.GroupVersion.String()).
 		WithKind(kind).
 		WithName(o.GetName()).
 		WithUID(o.GetUID()).

@@ -7,7 +7,7 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 )
 
 // LabelClient marks a pod allowed to reach a cluster's client port when its NetworkPolicy is on; the value
@@ -18,12 +18,12 @@ const LabelClient = "etcd.seedops.io/client"
 var operatorPodLabels = map[string]string{"app.kubernetes.io/name": "etcd-operator", "control-plane": "controller-manager"}
 
 // NetworkPolicyName is the name of a cluster's NetworkPolicy.
-func NetworkPolicyName(c *etcdv1alpha1.EtcdCluster) string { return c.Name }
+func NetworkPolicyName(c *etcdv1beta1.EtcdCluster) string { return c.Name }
 
 // NetworkPolicy admits to the members only: peers (peer and client ports), the operator, the cluster's
 // backup pods and pods labelled etcd.seedops.io/client=<cluster> in the namespace (client port), and anyone
 // on the metrics port (health and metrics only; the kubelet's probes use it).
-func NetworkPolicy(c *etcdv1alpha1.EtcdCluster, o Options) *networkingv1ac.NetworkPolicyApplyConfiguration {
+func NetworkPolicy(c *etcdv1beta1.EtcdCluster, o Options) *networkingv1ac.NetworkPolicyApplyConfiguration {
 	port := func(p int32) *networkingv1ac.NetworkPolicyPortApplyConfiguration {
 		return networkingv1ac.NetworkPolicyPort().WithProtocol(corev1.ProtocolTCP).WithPort(intstr.FromInt32(p))
 	}

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/etcdtest"
 	"github.com/seedops/etcd-operator/internal/pki"
 	"github.com/seedops/etcd-operator/internal/resources"
@@ -29,8 +29,8 @@ func TestPeerPortRefusesClientCertificates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "peerauth", Namespace: "ns", UID: "u"},
-		Spec: etcdv1alpha1.EtcdClusterSpec{Version: "3.5.35", TLS: etcdv1alpha1.TLSSpec{Enabled: ptr.To(true)}}}
+	c := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "peerauth", Namespace: "ns", UID: "u"},
+		Spec: etcdv1beta1.EtcdClusterSpec{Version: "3.5.35", TLS: etcdv1beta1.TLSSpec{Enabled: ptr.To(true)}}}
 	now := time.Now()
 	ca, _, err := pki.NewCA("peerauth-ca", time.Hour, now)
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 )
 
 // PodMonitorGVK is prometheus-operator's PodMonitor. The operator builds it as an unstructured object, so
@@ -18,7 +18,7 @@ var PodMonitorGVK = schema.GroupVersionKind{Group: "monitoring.coreos.com", Vers
 // certificate). The series carry job "etcd" and the labels the operator's own metrics use: namespace
 // (prometheus-operator adds it), cluster (the EtcdCluster) and member (the pod, which is the member's name),
 // so rules and dashboards join etcd's metrics with the operator's on (namespace, cluster).
-func PodMonitor(c *etcdv1alpha1.EtcdCluster) *unstructured.Unstructured {
+func PodMonitor(c *etcdv1beta1.EtcdCluster) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"metadata": monitoringMetadata(c, PodMonitorName(c)),
 		"spec": map[string]any{
@@ -50,7 +50,7 @@ func PodMonitor(c *etcdv1alpha1.EtcdCluster) *unstructured.Unstructured {
 
 // monitoringMetadata is the metadata of the cluster's prometheus-operator objects: in its namespace, with its
 // labels, owned by it.
-func monitoringMetadata(c *etcdv1alpha1.EtcdCluster, name string) map[string]any {
+func monitoringMetadata(c *etcdv1beta1.EtcdCluster, name string) map[string]any {
 	return map[string]any{
 		"name":            name,
 		"namespace":       c.Namespace,
@@ -68,7 +68,7 @@ func stringMap(m map[string]string) map[string]any {
 }
 
 // ownerReferenceMap is OwnerReference(c) as unstructured content.
-func ownerReferenceMap(c *etcdv1alpha1.EtcdCluster) map[string]any {
+func ownerReferenceMap(c *etcdv1beta1.EtcdCluster) map[string]any {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(OwnerReference(c))
 	if err != nil {
 		panic(err) // an apply configuration of strings and bools always converts

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 )
 
 // PrometheusRuleGVK is prometheus-operator's PrometheusRule, built unstructured like the PodMonitor.
@@ -98,7 +98,7 @@ func nextNonSpace(rs []rune) rune {
 // PrometheusRule is the cluster's alerting rules: the cluster rule groups with every expression confined to
 // this cluster (ScopeExpr), in the cluster's namespace, so a Prometheus that selects the namespace's rules
 // alerts on the cluster with the labels and runbooks of docs/alerts.md.
-func PrometheusRule(c *etcdv1alpha1.EtcdCluster, groups []RuleGroup) *unstructured.Unstructured {
+func PrometheusRule(c *etcdv1beta1.EtcdCluster, groups []RuleGroup) *unstructured.Unstructured {
 	var specGroups []any
 	for _, g := range groups {
 		var rules []any

@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	alertrules "github.com/seedops/etcd-operator/config/prometheus"
 	"github.com/seedops/etcd-operator/internal/membergate"
 	"github.com/seedops/etcd-operator/internal/membership"
@@ -26,31 +26,31 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files")
 
 // designCluster is the README's sample cluster with the defaults the API server fills in.
-func designCluster() *etcdv1alpha1.EtcdCluster {
-	return &etcdv1alpha1.EtcdCluster{
+func designCluster() *etcdv1beta1.EtcdCluster {
+	return &etcdv1beta1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd", Namespace: "db", UID: "0b7e6f1c-0000-4000-8000-000000000001"},
-		Spec: etcdv1alpha1.EtcdClusterSpec{
+		Spec: etcdv1beta1.EtcdClusterSpec{
 			Version:            "3.5.9",
 			Replicas:           3,
 			StorageSize:        resource.MustParse("10Gi"),
 			BackupSchedule:     "0 2 * * *",
 			Repository:         "gcr.io/etcd-development/etcd",
-			Backup:             etcdv1alpha1.BackupSpec{Retention: 7},
-			PVCRetentionPolicy: etcdv1alpha1.PVCRetentionPolicy{WhenDeleted: etcdv1alpha1.RetainVolume, WhenScaled: etcdv1alpha1.RetainVolume},
+			Backup:             etcdv1beta1.BackupSpec{Retention: 7},
+			PVCRetentionPolicy: etcdv1beta1.PVCRetentionPolicy{WhenDeleted: etcdv1beta1.RetainVolume, WhenScaled: etcdv1beta1.RetainVolume},
 		},
 	}
 }
 
 // customCluster sets every optional pod setting, so the golden file shows how each one lands.
-func customCluster() *etcdv1alpha1.EtcdCluster {
+func customCluster() *etcdv1beta1.EtcdCluster {
 	c := designCluster()
 	c.Name = "custom"
 	class := "fast-ssd"
 	c.Spec.Replicas = 5
 	c.Spec.StorageClassName = &class
 	c.Spec.Repository = "registry.example.com/etcd"
-	c.Spec.PVCRetentionPolicy = etcdv1alpha1.PVCRetentionPolicy{WhenDeleted: etcdv1alpha1.DeleteVolume, WhenScaled: etcdv1alpha1.DeleteVolume}
-	c.Spec.Pod = etcdv1alpha1.PodSpec{
+	c.Spec.PVCRetentionPolicy = etcdv1beta1.PVCRetentionPolicy{WhenDeleted: etcdv1beta1.DeleteVolume, WhenScaled: etcdv1beta1.DeleteVolume}
+	c.Spec.Pod = etcdv1beta1.PodSpec{
 		Labels:      map[string]string{"team": "storage"},
 		Annotations: map[string]string{"prometheus.io/scrape": "true"},
 		Resources: &corev1.ResourceRequirements{
@@ -73,9 +73,9 @@ func customCluster() *etcdv1alpha1.EtcdCluster {
 }
 
 // s3Cluster backs up to an S3 bucket with its own CA.
-func s3Cluster() *etcdv1alpha1.EtcdCluster {
+func s3Cluster() *etcdv1beta1.EtcdCluster {
 	c := designCluster()
-	c.Spec.Backup.S3 = &etcdv1alpha1.S3BackupDestination{
+	c.Spec.Backup.S3 = &etcdv1beta1.S3BackupDestination{
 		Endpoint: "https://minio.backup.svc:9000", Bucket: "etcd", Prefix: "prod", Region: "eu-west-1",
 		CredentialsSecretName: "s3-credentials", CASecretName: "s3-ca",
 	}
@@ -85,7 +85,7 @@ func s3Cluster() *etcdv1alpha1.EtcdCluster {
 // plaintextCluster runs without TLS, as clusters created before TLS existed do: its objects must be exactly
 // what the operator built before TLS (the plaintext-* golden files are those files, unchanged), so that
 // upgrading the operator never restarts such a cluster's members.
-func plaintextCluster() *etcdv1alpha1.EtcdCluster {
+func plaintextCluster() *etcdv1beta1.EtcdCluster {
 	c := designCluster()
 	c.Spec.TLS.Enabled = new(bool)
 	return c
@@ -93,25 +93,25 @@ func plaintextCluster() *etcdv1alpha1.EtcdCluster {
 
 // tunedCluster sets every spec.etcd field: they land in the etcd container's env and args. Clusters that
 // leave spec.etcd empty keep the design-* templates unchanged, so upgrading the operator restarts nobody.
-func tunedCluster() *etcdv1alpha1.EtcdCluster {
+func tunedCluster() *etcdv1beta1.EtcdCluster {
 	c := designCluster()
 	c.Name = "tuned"
-	c.Spec.Etcd = etcdv1alpha1.EtcdSettingsSpec{
+	c.Spec.Etcd = etcdv1beta1.EtcdSettingsSpec{
 		HeartbeatInterval: &metav1.Duration{Duration: 250 * time.Millisecond},
 		ElectionTimeout:   &metav1.Duration{Duration: 2500 * time.Millisecond},
 		SnapshotCount:     ptr.To[int64](20000),
 		MaxRequestSize:    ptr.To(resource.MustParse("4Mi")),
 		QuotaBackendSize:  ptr.To(resource.MustParse("3Gi")),
-		AutoCompaction:    &etcdv1alpha1.AutoCompactionSpec{Mode: etcdv1alpha1.AutoCompactionRevision, Retention: "10000"},
+		AutoCompaction:    &etcdv1beta1.AutoCompactionSpec{Mode: etcdv1beta1.AutoCompactionRevision, Retention: "10000"},
 		ExtraFlags:        map[string]string{"log-level": "warn", "experimental-compaction-batch-limit": "1000"},
 	}
 	return c
 }
 
 // onDemandBackup overrides the cluster's destination with a bucket.
-func onDemandBackup() *etcdv1alpha1.EtcdBackup {
-	b := &etcdv1alpha1.EtcdBackup{Spec: etcdv1alpha1.EtcdBackupSpec{ClusterName: "etcd", Destination: &etcdv1alpha1.BackupDestination{
-		S3: &etcdv1alpha1.S3BackupDestination{Endpoint: "http://minio.backup.svc:9000", Bucket: "etcd", CredentialsSecretName: "s3-credentials"},
+func onDemandBackup() *etcdv1beta1.EtcdBackup {
+	b := &etcdv1beta1.EtcdBackup{Spec: etcdv1beta1.EtcdBackupSpec{ClusterName: "etcd", Destination: &etcdv1beta1.BackupDestination{
+		S3: &etcdv1beta1.S3BackupDestination{Endpoint: "http://minio.backup.svc:9000", Bucket: "etcd", CredentialsSecretName: "s3-credentials"},
 	}}}
 	b.Name, b.Namespace, b.UID = "before-upgrade", "prod", "22222222-2222-2222-2222-222222222222"
 	return b
@@ -152,7 +152,7 @@ func TestGolden(t *testing.T) {
 		"s3-backup-job.yaml":         BackupJob(designCluster(), onDemandBackup(), o),
 		"restored-statefulset.yaml":  StatefulSet(designCluster(), 3, o, &RestoreSource{Destination: BackupDestination(s3Cluster(), nil), Key: "prod/etcd/scheduled/etcd-20261122T020000Z-r42.db"}, CurrentMemberGate(o)),
 		"pvc-restored-statefulset.yaml": StatefulSet(designCluster(), 3, o, &RestoreSource{
-			Destination: etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCBackupDestination{ClaimName: "old-backups"}}, Key: "prod/old/on-demand/old-20261122T020000Z-r42.db"}, CurrentMemberGate(o)),
+			Destination: etcdv1beta1.BackupDestination{PVC: &etcdv1beta1.PVCBackupDestination{ClaimName: "old-backups"}}, Key: "prod/old/on-demand/old-20261122T020000Z-r42.db"}, CurrentMemberGate(o)),
 	}
 	for name, obj := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -293,7 +293,7 @@ func TestPeerAddressCheckOnlyOffWithOwnCA(t *testing.T) {
 	userCA := designCluster()
 	userCA.Spec.TLS.CASecretName = "my-ca"
 	for name, tc := range map[string]struct {
-		c    *etcdv1alpha1.EtcdCluster
+		c    *etcdv1beta1.EtcdCluster
 		skip bool
 	}{
 		"operator's CA": {designCluster(), true},
@@ -315,7 +315,7 @@ func TestQuotaBackendBytesLeavesRoomForDefragmentation(t *testing.T) {
 		"20Gi":  8 << 30, // etcd's suggested maximum
 		"1Pi":   8 << 30,
 	} {
-		c := &etcdv1alpha1.EtcdCluster{Spec: etcdv1alpha1.EtcdClusterSpec{StorageSize: resource.MustParse(size)}}
+		c := &etcdv1beta1.EtcdCluster{Spec: etcdv1beta1.EtcdClusterSpec{StorageSize: resource.MustParse(size)}}
 		if got := QuotaBackendBytes(c); got != want {
 			t.Errorf("storageSize %s: quota %d, want %d", size, got, want)
 		}
@@ -364,7 +364,7 @@ func TestForceNewClusterRoundTrips(t *testing.T) {
 // keeps etcd's own command.
 func TestForcedStartReachesOnlyItsPod(t *testing.T) {
 	o := Options{OperatorImage: "operator:test"}
-	for _, c := range []*etcdv1alpha1.EtcdCluster{designCluster(), plaintextCluster()} {
+	for _, c := range []*etcdv1beta1.EtcdCluster{designCluster(), plaintextCluster()} {
 		spec := StatefulSet(c, 3, o, nil, CurrentMemberGate(o)).Spec.Template.Spec
 		var emptyDir bool
 		for _, v := range spec.Volumes {
@@ -440,7 +440,7 @@ func TestRestoreRecoveryRoundTrips(t *testing.T) {
 	}
 	// The restore step names the recovery it is for: that is how a pod that restores for it is told
 	// apart from one still running on the lost cluster's data.
-	src := RestoreSource{Destination: etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCBackupDestination{ClaimName: "design-etcd-backup"}},
+	src := RestoreSource{Destination: etcdv1beta1.BackupDestination{PVC: &etcdv1beta1.PVCBackupDestination{ClaimName: "design-etcd-backup"}},
 		Key: "etcd-prod/design-etcd/scheduled/x-r42.db", Recovery: rec.ID}
 	sts := StatefulSet(c, 3, Options{OperatorImage: "operator:test"}, &src, CurrentMemberGate(Options{OperatorImage: "operator:test"}))
 	var args []string

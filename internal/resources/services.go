@@ -5,12 +5,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 )
 
 // PeerService is the headless Service that gives each member a stable DNS name. It publishes members
 // that are not ready yet, because a bootstrapping member must reach its peers before it can be ready.
-func PeerService(c *etcdv1alpha1.EtcdCluster) *corev1ac.ServiceApplyConfiguration {
+func PeerService(c *etcdv1beta1.EtcdCluster) *corev1ac.ServiceApplyConfiguration {
 	return corev1ac.Service(PeerServiceName(c), c.Namespace).
 		WithLabels(Labels(c, ComponentEtcd)).
 		WithOwnerReferences(OwnerReference(c)).
@@ -25,7 +25,7 @@ func PeerService(c *etcdv1alpha1.EtcdCluster) *corev1ac.ServiceApplyConfiguratio
 }
 
 // ClientService load-balances clients over ready members.
-func ClientService(c *etcdv1alpha1.EtcdCluster) *corev1ac.ServiceApplyConfiguration {
+func ClientService(c *etcdv1beta1.EtcdCluster) *corev1ac.ServiceApplyConfiguration {
 	return corev1ac.Service(ClientServiceName(c), c.Namespace).
 		WithLabels(Labels(c, ComponentEtcd)).
 		WithOwnerReferences(OwnerReference(c)).

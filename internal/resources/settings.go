@@ -7,7 +7,7 @@ import (
 
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 )
 
 // settingsEnv turns spec.etcd's fields into ETCD_* variables in the pod template. They live in the
@@ -15,7 +15,7 @@ import (
 // template is what makes the operator restart the members one at a time. A variable set here wins over the
 // ConfigMap's of the same name (the kubelet lets env override envFrom), and a field left unset adds nothing,
 // so clusters that do not use spec.etcd keep their template and are not restarted.
-func settingsEnv(c *etcdv1alpha1.EtcdCluster) []*corev1ac.EnvVarApplyConfiguration {
+func settingsEnv(c *etcdv1beta1.EtcdCluster) []*corev1ac.EnvVarApplyConfiguration {
 	s := c.Spec.Etcd
 	var env []*corev1ac.EnvVarApplyConfiguration
 	add := func(name, value string) {
@@ -46,7 +46,7 @@ func settingsEnv(c *etcdv1alpha1.EtcdCluster) []*corev1ac.EnvVarApplyConfigurati
 // extraFlagArgs turns spec.etcd.extraFlags into command-line flags, sorted by name so the template does not
 // change with map order. Flags rather than variables: etcd only warns about an ETCD_* variable it does not
 // know, but refuses an unknown flag, so a typo stops the first restarted member instead of being ignored.
-func extraFlagArgs(c *etcdv1alpha1.EtcdCluster) []string {
+func extraFlagArgs(c *etcdv1beta1.EtcdCluster) []string {
 	names := make([]string, 0, len(c.Spec.Etcd.ExtraFlags))
 	for name := range c.Spec.Etcd.ExtraFlags {
 		names = append(names, name)

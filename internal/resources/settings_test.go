@@ -8,13 +8,13 @@ import (
 
 	"k8s.io/utils/ptr"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/etcdtest"
 )
 
 // etcdContainerOf builds c's StatefulSet and returns its etcd container's literal ETCD_* variables (the
 // member's own name and URLs, which the kubelet expands from the pod, are left to the harness) and args.
-func etcdContainerOf(t *testing.T, c *etcdv1alpha1.EtcdCluster) (map[string]string, []string) {
+func etcdContainerOf(t *testing.T, c *etcdv1beta1.EtcdCluster) (map[string]string, []string) {
 	t.Helper()
 	sts := StatefulSet(c, 1, DefaultOptions(), nil, MemberGate{})
 	for _, ctr := range sts.Spec.Template.Spec.Containers {
@@ -35,7 +35,7 @@ func etcdContainerOf(t *testing.T, c *etcdv1alpha1.EtcdCluster) (map[string]stri
 
 // settingsCluster is tunedCluster with TLS off (the harness starts members without certificates) and the
 // given extra flags.
-func settingsCluster(extra map[string]string) *etcdv1alpha1.EtcdCluster {
+func settingsCluster(extra map[string]string) *etcdv1beta1.EtcdCluster {
 	c := tunedCluster()
 	c.Spec.TLS.Enabled = ptr.To(false)
 	c.Spec.Etcd.ExtraFlags = extra
@@ -96,7 +96,7 @@ func TestEtcdRefusesAnUnknownExtraFlag(t *testing.T) {
 }
 
 // startMember starts one etcd member as c's pod template would configure it, and stops it when the test ends.
-func startMember(t *testing.T, name string, c *etcdv1alpha1.EtcdCluster) *etcdtest.Cluster {
+func startMember(t *testing.T, name string, c *etcdv1beta1.EtcdCluster) *etcdtest.Cluster {
 	t.Helper()
 	m := etcdtest.NewForTest(t, name)
 	m.Env, m.Args = etcdContainerOf(t, c)

@@ -12,7 +12,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/membergate"
 )
 
@@ -25,7 +25,7 @@ const etcdUID = 65532
 // current member template: the init container (of that image) that decides whether etcd may start on the
 // member's data (it runs first), and readiness that a learner does not pass. The controller decides both
 // per cluster, because changing a running cluster's template on its own would restart every member.
-func StatefulSet(c *etcdv1alpha1.EtcdCluster, replicas int32, o Options, restore *RestoreSource, gate MemberGate) *appsv1ac.StatefulSetApplyConfiguration {
+func StatefulSet(c *etcdv1beta1.EtcdCluster, replicas int32, o Options, restore *RestoreSource, gate MemberGate) *appsv1ac.StatefulSetApplyConfiguration {
 	return appsv1ac.StatefulSet(StatefulSetName(c), c.Namespace).
 		WithLabels(Labels(c, ComponentEtcd)).
 		WithOwnerReferences(OwnerReference(c)).
@@ -44,7 +44,7 @@ func StatefulSet(c *etcdv1alpha1.EtcdCluster, replicas int32, o Options, restore
 			WithTemplate(podTemplate(c, o, restore, gate)))
 }
 
-func dataVolumeClaim(c *etcdv1alpha1.EtcdCluster) *corev1ac.PersistentVolumeClaimApplyConfiguration {
+func dataVolumeClaim(c *etcdv1beta1.EtcdCluster) *corev1ac.PersistentVolumeClaimApplyConfiguration {
 	spec := corev1ac.PersistentVolumeClaimSpec().
 		WithAccessModes(corev1.ReadWriteOnce).
 		WithVolumeMode(corev1.PersistentVolumeFilesystem).
@@ -61,7 +61,7 @@ func dataVolumeClaim(c *etcdv1alpha1.EtcdCluster) *corev1ac.PersistentVolumeClai
 		WithSpec(spec)
 }
 
-func podTemplate(c *etcdv1alpha1.EtcdCluster, o Options, restore *RestoreSource, gate MemberGate) *corev1ac.PodTemplateSpecApplyConfiguration {
+func podTemplate(c *etcdv1beta1.EtcdCluster, o Options, restore *RestoreSource, gate MemberGate) *corev1ac.PodTemplateSpecApplyConfiguration {
 	labels := Labels(c, ComponentEtcd)
 	for k, v := range c.Spec.Pod.Labels {
 		labels[k] = v
@@ -118,7 +118,7 @@ func podTemplate(c *etcdv1alpha1.EtcdCluster, o Options, restore *RestoreSource,
 // supported for learner"), so the client Service must not route to it and the PodDisruptionBudget must
 // not count it as one of the members quorum rests on. maxLearners above one is set on etcd 3.6 and later
 // (etcd 3.5 has no such setting).
-func etcdContainer(c *etcdv1alpha1.EtcdCluster, o Options, learnerAwareReadiness bool, maxLearners int) *corev1ac.ContainerApplyConfiguration {
+func etcdContainer(c *etcdv1beta1.EtcdCluster, o Options, learnerAwareReadiness bool, maxLearners int) *corev1ac.ContainerApplyConfiguration {
 	probes := o.probes()
 	readiness := healthProbe("/health", probes.ReadinessPeriod, probes.ReadinessTimeout, probes.ReadinessFailures)
 	if learnerAwareReadiness {
@@ -175,7 +175,7 @@ func etcdContainer(c *etcdv1alpha1.EtcdCluster, o Options, learnerAwareReadiness
 func readyzChecksLearners(version string) bool { return versionAtLeast(version, 3, 5, 19) }
 
 // maxLearnersEnv sets etcd's --max-learners, which etcd 3.6 introduced.
-func maxLearnersEnv(c *etcdv1alpha1.EtcdCluster, maxLearners int) []*corev1ac.EnvVarApplyConfiguration {
+func maxLearnersEnv(c *etcdv1beta1.EtcdCluster, maxLearners int) []*corev1ac.EnvVarApplyConfiguration {
 	if maxLearners <= 1 || !versionAtLeast(c.Spec.Version, 3, 6, 0) {
 		return nil
 	}
@@ -222,7 +222,7 @@ func DefaultResources() corev1.ResourceRequirements {
 	}}
 }
 
-func resourceRequirements(c *etcdv1alpha1.EtcdCluster) *corev1ac.ResourceRequirementsApplyConfiguration {
+func resourceRequirements(c *etcdv1beta1.EtcdCluster) *corev1ac.ResourceRequirementsApplyConfiguration {
 	r := DefaultResources()
 	if c.Spec.Pod.Resources != nil {
 		r = *c.Spec.Pod.Resources
@@ -239,7 +239,7 @@ func resourceRequirements(c *etcdv1alpha1.EtcdCluster) *corev1ac.ResourceRequire
 
 // affinity is the user's affinity, or by default a preference to spread members across nodes so that one
 // node failure costs at most one member.
-func affinity(c *etcdv1alpha1.EtcdCluster) *corev1ac.AffinityApplyConfiguration {
+func affinity(c *etcdv1beta1.EtcdCluster) *corev1ac.AffinityApplyConfiguration {
 	if c.Spec.Pod.Affinity != nil {
 		return affinityFrom(c.Spec.Pod.Affinity)
 	}

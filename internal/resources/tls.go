@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/pki"
 )
 
@@ -44,11 +44,11 @@ const (
 
 // TLSEnabled reports whether the cluster serves TLS. Unset means on: the controller records the effective
 // value in the spec before it builds anything, so an unset field only reaches the builders in tests.
-func TLSEnabled(c *etcdv1alpha1.EtcdCluster) bool {
+func TLSEnabled(c *etcdv1beta1.EtcdCluster) bool {
 	return c.Spec.TLS.Enabled == nil || *c.Spec.TLS.Enabled
 }
 
-func scheme(c *etcdv1alpha1.EtcdCluster) string {
+func scheme(c *etcdv1beta1.EtcdCluster) string {
 	if TLSEnabled(c) {
 		return "https"
 	}
@@ -56,25 +56,25 @@ func scheme(c *etcdv1alpha1.EtcdCluster) string {
 }
 
 // Secret names of a cluster's certificates.
-func CASecretName(c *etcdv1alpha1.EtcdCluster) string {
+func CASecretName(c *etcdv1beta1.EtcdCluster) string {
 	if c.Spec.TLS.CASecretName != "" {
 		return c.Spec.TLS.CASecretName
 	}
 	return c.Name + "-ca"
 }
-func ServerSecretName(c *etcdv1alpha1.EtcdCluster) string { return c.Name + "-server-tls" }
-func PeerSecretName(c *etcdv1alpha1.EtcdCluster) string   { return c.Name + "-peer-tls" }
-func ClientSecretName(c *etcdv1alpha1.EtcdCluster) string { return c.Name + "-client-tls" }
+func ServerSecretName(c *etcdv1beta1.EtcdCluster) string { return c.Name + "-server-tls" }
+func PeerSecretName(c *etcdv1beta1.EtcdCluster) string   { return c.Name + "-peer-tls" }
+func ClientSecretName(c *etcdv1beta1.EtcdCluster) string { return c.Name + "-client-tls" }
 
 // CertificateDuration and RenewBefore are spec.tls's, or their defaults.
-func CertificateDuration(c *etcdv1alpha1.EtcdCluster) time.Duration {
+func CertificateDuration(c *etcdv1beta1.EtcdCluster) time.Duration {
 	if d := c.Spec.TLS.CertificateDuration; d != nil && d.Duration > 0 {
 		return d.Duration
 	}
 	return DefaultCertificateDuration
 }
 
-func RenewBefore(c *etcdv1alpha1.EtcdCluster) time.Duration {
+func RenewBefore(c *etcdv1beta1.EtcdCluster) time.Duration {
 	if d := c.Spec.TLS.RenewBefore; d != nil && d.Duration > 0 {
 		return d.Duration
 	}
@@ -92,7 +92,7 @@ type LeafCertificate struct {
 // LeafCertificates are the server, peer and client certificates of a cluster. Members share one server and
 // one peer certificate whose names cover every member's stable DNS name (a wildcard under the headless
 // Service), so scaling never needs a new certificate.
-func LeafCertificates(c *etcdv1alpha1.EtcdCluster, o Options) []LeafCertificate {
+func LeafCertificates(c *etcdv1beta1.EtcdCluster, o Options) []LeafCertificate {
 	svc := c.Namespace + ".svc"
 	members := []string{
 		"*." + PeerServiceName(c) + "." + svc + "." + o.ClusterDomain,
@@ -115,7 +115,7 @@ func LeafCertificates(c *etcdv1alpha1.EtcdCluster, o Options) []LeafCertificate 
 
 // TLSSecret holds one issued certificate with its key and the CA that signed it, in the layout of
 // kubernetes.io/tls Secrets that cert-manager also uses, so clients can mount it as is.
-func TLSSecret(c *etcdv1alpha1.EtcdCluster, name string, certPEM, keyPEM, caPEM []byte) *corev1ac.SecretApplyConfiguration {
+func TLSSecret(c *etcdv1beta1.EtcdCluster, name string, certPEM, keyPEM, caPEM []byte) *corev1ac.SecretApplyConfiguration {
 	return corev1ac.Secret(name, c.Namespace).
 		WithLabels(Labels(c, ComponentTLS)).
 		WithOwnerReferences(OwnerReference(c)).
@@ -124,14 +124,14 @@ func TLSSecret(c *etcdv1alpha1.EtcdCluster, name string, certPEM, keyPEM, caPEM 
 }
 
 // PeerCommonName is the common name of the cluster's peer certificate; the peer port accepts no other.
-func PeerCommonName(c *etcdv1alpha1.EtcdCluster) string { return c.Name + "-peer" }
+func PeerCommonName(c *etcdv1beta1.EtcdCluster) string { return c.Name + "-peer" }
 
 // tlsConfigEnv is etcd's TLS configuration: client and peer listeners over TLS, both requiring a
 // certificate signed by the cluster's CA. The metrics listener stays plain HTTP for the kubelet's probes.
 // The peer port accepts only the peer certificate's common name: the client and server certificates come
 // from the same CA and carry client usage, and without the check a client's certificate (root's) would
 // open the raft and member endpoints to any holder (with the operator's own CA the address check is off).
-func tlsConfigEnv(c *etcdv1alpha1.EtcdCluster) map[string]string {
+func tlsConfigEnv(c *etcdv1beta1.EtcdCluster) map[string]string {
 	return map[string]string{
 		"ETCD_PEER_CERT_ALLOWED_CN":  PeerCommonName(c),
 		"ETCD_CERT_FILE":             serverTLSMountPath + "/" + corev1.TLSCertKey,

@@ -26,6 +26,7 @@ import (
 	valerrors "github.com/operator-framework/api/pkg/validation/errors"
 	interfaces "github.com/operator-framework/api/pkg/validation/interfaces"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -179,9 +180,23 @@ func TestCSVContent(t *testing.T) {
 		t.Error("bundle/metadata/dependencies.yaml exists")
 	}
 
-	// Owned CRDs (EtcdCluster, EtcdBackup) with descriptors for every top-level spec field.
-	ownedKinds := map[string]bool{}
+	// Owned CRDs (EtcdCluster, EtcdBackup), one entry per served version: the current version's with descriptors
+	// for every top-level spec field, a deprecated version's saying what to use instead.
+	ownedKinds, servedVersions := map[string]bool{}, 0
+	for _, crd := range b.V1CRDs {
+		for _, v := range crd.Spec.Versions {
+			if v.Served {
+				servedVersions++
+			}
+		}
+	}
 	for _, owned := range csv.Spec.CustomResourceDefinitions.Owned {
+		if deprecatedVersion(b.V1CRDs, owned.Name, owned.Version) {
+			if !strings.Contains(owned.Description, "deprecated") || !strings.Contains(owned.DisplayName, "deprecated") {
+				t.Errorf("owned CRD %s %s is a deprecated version: its description and display name must say so", owned.Name, owned.Version)
+			}
+			continue
+		}
 		ownedKinds[owned.Kind] = true
 		if len(owned.Resources) == 0 {
 			t.Errorf("owned CRD %s lists no resources", owned.Name)
@@ -214,8 +229,9 @@ func TestCSVContent(t *testing.T) {
 			t.Errorf("%s: want status descriptors for the main status fields, got %d", owned.Kind, len(owned.StatusDescriptors))
 		}
 	}
-	if !ownedKinds["EtcdCluster"] || !ownedKinds["EtcdBackup"] || len(b.V1CRDs) != len(csv.Spec.CustomResourceDefinitions.Owned) {
-		t.Errorf("want the owned CRDs EtcdCluster and EtcdBackup, and exactly those CRDs in the bundle; got %v and %d CRDs", ownedKinds, len(b.V1CRDs))
+	if !ownedKinds["EtcdCluster"] || !ownedKinds["EtcdBackup"] || len(b.V1CRDs) != 2 || servedVersions != len(csv.Spec.CustomResourceDefinitions.Owned) {
+		t.Errorf("want the owned CRDs EtcdCluster and EtcdBackup, an entry per served version, and exactly those CRDs in the bundle; got %v, %d entries for %d served versions, and %d CRDs",
+			ownedKinds, len(csv.Spec.CustomResourceDefinitions.Owned), servedVersions, len(b.V1CRDs))
 	}
 
 	// WATCH_NAMESPACE comes from the OperatorGroup's target namespaces; related images from RELATED_IMAGE_*.
@@ -517,4 +533,16 @@ func readYAML(t *testing.T, path string, into any) {
 	if err := yaml.Unmarshal(data, into); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
+}
+
+// deprecatedVersion reports whether version of the named CRD is served as deprecated.
+func deprecatedVersion(crds []*apiextensionsv1.CustomResourceDefinition, name, version string) bool {
+	for _, crd := range crds {
+		for _, v := range crd.Spec.Versions {
+			if crd.Name == name && v.Name == version {
+				return v.Deprecated
+			}
+		}
+	}
+	return false
 }

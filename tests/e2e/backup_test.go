@@ -22,7 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/tests/framework"
 )
 
@@ -49,7 +49,7 @@ var _ = Describe("Backups and restore", Label("backup"), func() {
 		var location string
 		Eventually(func(g Gomega) {
 			cur := fw.GetCluster(src)
-			cond := meta.FindStatusCondition(cur.Status.Conditions, etcdv1alpha1.ConditionBackupSucceeded)
+			cond := meta.FindStatusCondition(cur.Status.Conditions, etcdv1beta1.ConditionBackupSucceeded)
 			g.Expect(cond).NotTo(BeNil())
 			g.Expect(cond.Status).To(Equal(metav1.ConditionTrue), cond.Message)
 			g.Expect(cur.Status.LastBackupLocation).NotTo(BeEmpty())
@@ -68,8 +68,8 @@ var _ = Describe("Backups and restore", Label("backup"), func() {
 		By("restoring into a new cluster")
 		restored := fw.NewCluster(ns, "restored", etcdVersion, 3)
 		restored.Spec.BackupSchedule = ""
-		restored.Spec.Bootstrap = &etcdv1alpha1.BootstrapSpec{FromBackup: &etcdv1alpha1.BackupSource{
-			PVC: &etcdv1alpha1.PVCBackupDestination{ClaimName: "source-backups"},
+		restored.Spec.Bootstrap = &etcdv1beta1.BootstrapSpec{FromBackup: &etcdv1beta1.BackupSource{
+			PVC: &etcdv1beta1.PVCBackupDestination{ClaimName: "source-backups"},
 			Key: strings.TrimPrefix(location, "pvc://source-backups/"),
 		}}
 		Expect(k8s.Create(ctx, restored)).To(Succeed())
@@ -92,10 +92,10 @@ var _ = Describe("Backups and restore", Label("backup"), func() {
 		want, rev := writeKeys(src, "/e2e/s3", 1000)
 
 		By("taking an on-demand backup to the bucket")
-		b := &etcdv1alpha1.EtcdBackup{
+		b := &etcdv1beta1.EtcdBackup{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "before-upgrade"},
-			Spec: etcdv1alpha1.EtcdBackupSpec{ClusterName: src.Name, Destination: &etcdv1alpha1.BackupDestination{
-				S3: &etcdv1alpha1.S3BackupDestination{Endpoint: s3.inCluster, Bucket: "etcd-backups", Prefix: "e2e", CredentialsSecretName: "s3-credentials"},
+			Spec: etcdv1beta1.EtcdBackupSpec{ClusterName: src.Name, Destination: &etcdv1beta1.BackupDestination{
+				S3: &etcdv1beta1.S3BackupDestination{Endpoint: s3.inCluster, Bucket: "etcd-backups", Prefix: "e2e", CredentialsSecretName: "s3-credentials"},
 			}},
 		}
 		start := time.Now()
@@ -112,7 +112,7 @@ var _ = Describe("Backups and restore", Label("backup"), func() {
 		By("restoring a new 3-member cluster from the EtcdBackup")
 		restored := fw.NewCluster(ns, "s3-restored", etcdVersion, 3)
 		restored.Spec.BackupSchedule = ""
-		restored.Spec.Bootstrap = &etcdv1alpha1.BootstrapSpec{FromBackup: &etcdv1alpha1.BackupSource{BackupName: b.Name}}
+		restored.Spec.Bootstrap = &etcdv1beta1.BootstrapSpec{FromBackup: &etcdv1beta1.BackupSource{BackupName: b.Name}}
 		Expect(k8s.Create(ctx, restored)).To(Succeed())
 		framework.ReportDuration("cluster restored from S3 Available", fw.WaitAvailable(restored, 4*time.Minute))
 		expectKeys(restored, "/e2e/s3", want)
@@ -121,7 +121,7 @@ var _ = Describe("Backups and restore", Label("backup"), func() {
 
 // writeKeys writes n keys under prefix in transactions of 100 and returns them with the revision of the
 // last write.
-func writeKeys(c *etcdv1alpha1.EtcdCluster, prefix string, n int) (map[string]string, int64) {
+func writeKeys(c *etcdv1beta1.EtcdCluster, prefix string, n int) (map[string]string, int64) {
 	cli := fw.ClusterClient(c)
 	defer func() { _ = cli.Close() }()
 	want := make(map[string]string, n)
@@ -141,7 +141,7 @@ func writeKeys(c *etcdv1alpha1.EtcdCluster, prefix string, n int) (map[string]st
 }
 
 // expectKeys reads every key under prefix and compares them with want.
-func expectKeys(c *etcdv1alpha1.EtcdCluster, prefix string, want map[string]string) {
+func expectKeys(c *etcdv1beta1.EtcdCluster, prefix string, want map[string]string) {
 	cli := fw.ClusterClient(c)
 	defer func() { _ = cli.Close() }()
 	resp, err := cli.Get(ctx, prefix+"/", clientv3.WithPrefix())
@@ -152,7 +152,7 @@ func expectKeys(c *etcdv1alpha1.EtcdCluster, prefix string, want map[string]stri
 	}
 }
 
-func clusterID(c *etcdv1alpha1.EtcdCluster) uint64 {
+func clusterID(c *etcdv1beta1.EtcdCluster) uint64 {
 	cli := fw.ClusterClient(c)
 	defer func() { _ = cli.Close() }()
 	resp, err := cli.Get(ctx, "cluster-id-probe")
@@ -231,10 +231,10 @@ func startMinIO(ns string) minioServer {
 }
 
 // waitBackupSucceeded waits until the EtcdBackup has succeeded; a timeout after a failed run names its error.
-func waitBackupSucceeded(b *etcdv1alpha1.EtcdBackup) {
+func waitBackupSucceeded(b *etcdv1beta1.EtcdBackup) {
 	EventuallyWithOffset(1, func(g Gomega) {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
-		g.Expect(b.Status.Phase).NotTo(Equal(etcdv1alpha1.BackupFailed), b.Status.Error)
-		g.Expect(b.Status.Phase).To(Equal(etcdv1alpha1.BackupSucceeded))
+		g.Expect(b.Status.Phase).NotTo(Equal(etcdv1beta1.BackupFailed), b.Status.Error)
+		g.Expect(b.Status.Phase).To(Equal(etcdv1beta1.BackupSucceeded))
 	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 }

@@ -22,7 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/kubectlplugin"
 	"github.com/seedops/etcd-operator/tests/framework"
 )
@@ -32,7 +32,7 @@ import (
 var _ = Describe("A 3-member EtcdCluster", Ordered, func() {
 	var (
 		ns string
-		c  *etcdv1alpha1.EtcdCluster
+		c  *etcdv1beta1.EtcdCluster
 	)
 
 	BeforeAll(func() {
@@ -44,7 +44,7 @@ var _ = Describe("A 3-member EtcdCluster", Ordered, func() {
 
 	It("becomes Available with every member ready and reported in status", func() {
 		cur := fw.GetCluster(c)
-		Expect(cur.Status.Phase).To(Equal(etcdv1alpha1.PhaseRunning))
+		Expect(cur.Status.Phase).To(Equal(etcdv1beta1.PhaseRunning))
 		Expect(cur.Status.ReadyReplicas).To(Equal(int32(3)))
 		Eventually(func(g Gomega) {
 			cur := fw.GetCluster(c)
@@ -136,7 +136,7 @@ var _ = Describe("A 3-member EtcdCluster", Ordered, func() {
 		out, err := plugin("defrag", "-n", ns, c.Name)
 		Expect(err).NotTo(HaveOccurred(), out)
 		cur := fw.GetCluster(c)
-		request := cur.Annotations[etcdv1alpha1.DefragmentAnnotation]
+		request := cur.Annotations[etcdv1beta1.DefragmentAnnotation]
 		Expect(request).NotTo(BeEmpty())
 		Eventually(func(g Gomega) {
 			st := fw.GetCluster(c).Status.Defragmentation
@@ -306,7 +306,7 @@ var _ = Describe("An EtcdCluster with pvcRetentionPolicy whenDeleted: Delete", f
 	It("removes its volumes with it", func() {
 		ns := fw.NewNamespace("retention")
 		c := fw.NewCluster(ns, "scratch", etcdVersion, 1)
-		c.Spec.PVCRetentionPolicy.WhenDeleted = etcdv1alpha1.DeleteVolume
+		c.Spec.PVCRetentionPolicy.WhenDeleted = etcdv1beta1.DeleteVolume
 		Expect(k8s.Create(ctx, c)).To(Succeed())
 		fw.WaitAvailable(c, 3*time.Minute)
 		putGet(c, "/e2e/k", "v")

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/failpoint"
 	"github.com/seedops/etcd-operator/tests/framework"
 )
@@ -64,7 +64,7 @@ var _ = Describe("Operator crashes at failpoints", Label("failpoints", "membersh
 		}
 
 		phase("scale 3 → 5", map[string]int{failpoint.AfterMembershipStep: 2, failpoint.AfterStatefulSetApply: 1},
-			func() { fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Replicas = 5 }) },
+			func() { fw.UpdateCluster(c, func(c *etcdv1beta1.EtcdCluster) { c.Spec.Replicas = 5 }) },
 			func() {
 				fw.WaitAvailable(c, 8*time.Minute)
 				expectVotingMembers(c, memberNames(c, 5), 3*time.Minute)
@@ -72,7 +72,7 @@ var _ = Describe("Operator crashes at failpoints", Label("failpoints", "membersh
 			})
 
 		phase("scale 5 → 3", map[string]int{failpoint.AfterMembershipStep: 1, failpoint.AfterStatefulSetApply: 1},
-			func() { fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Replicas = 3 }) },
+			func() { fw.UpdateCluster(c, func(c *etcdv1beta1.EtcdCluster) { c.Spec.Replicas = 3 }) },
 			func() {
 				fw.WaitAvailable(c, 8*time.Minute)
 				expectVotingMembers(c, memberNames(c, 3), 3*time.Minute)
@@ -81,7 +81,7 @@ var _ = Describe("Operator crashes at failpoints", Label("failpoints", "membersh
 			})
 
 		phase("upgrade "+etcdUpgradeFrom+" → "+etcdVersion, map[string]int{failpoint.AfterMembershipStep: 1, failpoint.AfterStatefulSetApply: 1},
-			func() { fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Version = etcdVersion }) },
+			func() { fw.UpdateCluster(c, func(c *etcdv1beta1.EtcdCluster) { c.Spec.Version = etcdVersion }) },
 			func() {
 				Eventually(func(g Gomega) {
 					for _, p := range fw.MemberPods(c) {

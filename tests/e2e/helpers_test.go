@@ -16,7 +16,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/tests/framework"
 )
 
@@ -27,14 +27,14 @@ const (
 )
 
 // clientServiceURL is the in-cluster URL of the cluster's client Service.
-func clientServiceURL(c *etcdv1alpha1.EtcdCluster) string {
+func clientServiceURL(c *etcdv1beta1.EtcdCluster) string {
 	return fmt.Sprintf("%s://%s-client.%s.svc.cluster.local:2379", scheme(c), c.Name, c.Namespace)
 }
 
 // localURL is a member's client URL from inside its own pod (etcdctl there has the member's certificate).
-func localURL(c *etcdv1alpha1.EtcdCluster) string { return scheme(c) + "://localhost:2379" }
+func localURL(c *etcdv1beta1.EtcdCluster) string { return scheme(c) + "://localhost:2379" }
 
-func scheme(c *etcdv1alpha1.EtcdCluster) string {
+func scheme(c *etcdv1beta1.EtcdCluster) string {
 	if fw.TLSOn(c) {
 		return "https"
 	}
@@ -42,7 +42,7 @@ func scheme(c *etcdv1alpha1.EtcdCluster) string {
 }
 
 // etcdctl runs etcdctl inside member pod (the etcd image has it), by default against the client Service.
-func etcdctl(c *etcdv1alpha1.EtcdCluster, pod string, args ...string) (string, error) {
+func etcdctl(c *etcdv1beta1.EtcdCluster, pod string, args ...string) (string, error) {
 	full := []string{"exec", "-n", c.Namespace, pod, "-c", "etcd", "--", "/usr/local/bin/etcdctl",
 		"--command-timeout=10s"}
 	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--endpoints") }) {
@@ -61,7 +61,7 @@ type etcdMember struct {
 }
 
 // memberList runs `etcdctl member list` inside the cluster, from pod.
-func memberList(c *etcdv1alpha1.EtcdCluster, pod string) ([]etcdMember, error) {
+func memberList(c *etcdv1beta1.EtcdCluster, pod string) ([]etcdMember, error) {
 	out, err := etcdctl(c, pod, "member", "list", "-w", "json")
 	if err != nil {
 		return nil, err
@@ -78,7 +78,7 @@ func memberList(c *etcdv1alpha1.EtcdCluster, pod string) ([]etcdMember, error) {
 
 // expectVotingMembers waits until etcd, asked from inside the cluster, lists exactly the given members, all
 // started (named, with client URLs) and none a learner.
-func expectVotingMembers(c *etcdv1alpha1.EtcdCluster, names []string, timeout time.Duration) {
+func expectVotingMembers(c *etcdv1beta1.EtcdCluster, names []string, timeout time.Duration) {
 	EventuallyWithOffset(1, func(g Gomega) {
 		pods := fw.MemberPods(c)
 		g.Expect(pods).NotTo(BeEmpty())
@@ -104,7 +104,7 @@ func expectVotingMembers(c *etcdv1alpha1.EtcdCluster, names []string, timeout ti
 }
 
 // memberNames are the pod names of ordinals 0..n-1.
-func memberNames(c *etcdv1alpha1.EtcdCluster, n int) []string {
+func memberNames(c *etcdv1beta1.EtcdCluster, n int) []string {
 	var out []string
 	for i := range n {
 		out = append(out, fmt.Sprintf("%s-%d", c.Name, i))
@@ -113,7 +113,7 @@ func memberNames(c *etcdv1alpha1.EtcdCluster, n int) []string {
 }
 
 // leaderPod asks the ready members directly (by pod IP) who leads, and returns the leader's name.
-func leaderPod(c *etcdv1alpha1.EtcdCluster) (string, error) {
+func leaderPod(c *etcdv1beta1.EtcdCluster) (string, error) {
 	pods := &corev1.PodList{}
 	if err := k8s.List(ctx, pods, client.InNamespace(c.Namespace),
 		client.MatchingLabels{labelInstance: c.Name, labelComponent: "member"}); err != nil {
@@ -131,7 +131,7 @@ func leaderPod(c *etcdv1alpha1.EtcdCluster) (string, error) {
 }
 
 // leaderFrom asks member pod p (at its pod IP, checked against its stable name) who leads.
-func leaderFrom(c *etcdv1alpha1.EtcdCluster, p *corev1.Pod) (string, error) {
+func leaderFrom(c *etcdv1beta1.EtcdCluster, p *corev1.Pod) (string, error) {
 	host := fmt.Sprintf("%s.%s.%s.svc.cluster.local", p.Name, c.Name, c.Namespace)
 	cli, err := fw.EtcdClientVia(c, host, p.Status.PodIP, 3*time.Second)
 	if err != nil {
@@ -160,7 +160,7 @@ func leaderFrom(c *etcdv1alpha1.EtcdCluster, p *corev1.Pod) (string, error) {
 }
 
 // putGet writes a key through the Go client and reads it back.
-func putGet(c *etcdv1alpha1.EtcdCluster, key, value string) {
+func putGet(c *etcdv1beta1.EtcdCluster, key, value string) {
 	cli := fw.ClusterClient(c)
 	defer func() { _ = cli.Close() }()
 	EventuallyWithOffset(1, func(g Gomega) {
@@ -176,7 +176,7 @@ func putGet(c *etcdv1alpha1.EtcdCluster, key, value string) {
 }
 
 // expectKey checks that a key has a value, read through the client Service.
-func expectKey(c *etcdv1alpha1.EtcdCluster, key, value string) {
+func expectKey(c *etcdv1beta1.EtcdCluster, key, value string) {
 	cli := fw.ClusterClient(c)
 	defer func() { _ = cli.Close() }()
 	EventuallyWithOffset(1, func(g Gomega) {
@@ -210,7 +210,7 @@ func podNamed(ns, name string) *corev1.Pod {
 
 // clusterEvents are the events of the type about c with one of the reasons, each once per time it was
 // recorded (keyed by UID and count).
-func clusterEvents(c *etcdv1alpha1.EtcdCluster, eventType string, reasons ...string) map[string]string {
+func clusterEvents(c *etcdv1beta1.EtcdCluster, eventType string, reasons ...string) map[string]string {
 	events := &eventsv1.EventList{}
 	Expect(k8s.List(ctx, events, client.InNamespace(c.Namespace))).To(Succeed())
 	out := map[string]string{}

@@ -17,7 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/tests/framework"
 )
 
@@ -34,7 +34,7 @@ var _ = Describe("Membership changes", Label("membership"), func() {
 		w.WaitProgress(20, time.Minute)
 
 		start := time.Now()
-		fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Replicas = 5 })
+		fw.UpdateCluster(c, func(c *etcdv1beta1.EtcdCluster) { c.Spec.Replicas = 5 })
 		fw.WaitAvailable(c, 5*time.Minute)
 		expectVotingMembers(c, memberNames(c, 5), 2*time.Minute)
 		framework.ReportDuration("scale 3 → 5", time.Since(start))
@@ -42,7 +42,7 @@ var _ = Describe("Membership changes", Label("membership"), func() {
 		w.WaitProgress(20, time.Minute)
 
 		start = time.Now()
-		fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Replicas = 3 })
+		fw.UpdateCluster(c, func(c *etcdv1beta1.EtcdCluster) { c.Spec.Replicas = 3 })
 		fw.WaitAvailable(c, 5*time.Minute)
 		expectVotingMembers(c, memberNames(c, 3), 2*time.Minute)
 		framework.ReportDuration("scale 5 → 3", time.Since(start))
@@ -64,7 +64,7 @@ var _ = Describe("Membership changes", Label("membership"), func() {
 			w.WaitProgress(20, time.Minute)
 			obs := startRolloutObserver(c)
 			start := time.Now()
-			fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Version = to })
+			fw.UpdateCluster(c, func(c *etcdv1beta1.EtcdCluster) { c.Spec.Version = to })
 			Eventually(func(g Gomega) {
 				for _, p := range fw.MemberPods(c) {
 					g.Expect(p.Spec.Containers[0].Image).To(Equal(etcdRepository + ":v" + to))
@@ -92,7 +92,7 @@ var _ = Describe("Membership changes", Label("membership"), func() {
 		// the second new member join beside the first instead of after its promotion.
 		By("scaling 3 → 5 on etcd " + etcdMinorUpgradeTo)
 		start := time.Now()
-		fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Replicas = 5 })
+		fw.UpdateCluster(c, func(c *etcdv1beta1.EtcdCluster) { c.Spec.Replicas = 5 })
 		fw.WaitAvailable(c, 5*time.Minute)
 		expectVotingMembers(c, memberNames(c, 5), 2*time.Minute)
 		framework.ReportDuration("scale 3 → 5 on etcd "+etcdMinorUpgradeTo, time.Since(start))
@@ -148,7 +148,7 @@ var _ = Describe("Membership changes", Label("membership"), func() {
 		w.WaitProgress(20, time.Minute)
 
 		start := time.Now()
-		fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Replicas = 5 })
+		fw.UpdateCluster(c, func(c *etcdv1beta1.EtcdCluster) { c.Spec.Replicas = 5 })
 		By("waiting until the scale-up has begun")
 		Eventually(func() int { return len(fw.MemberPods(c)) }).WithTimeout(2 * time.Minute).
 			WithPolling(200 * time.Millisecond).Should(BeNumerically(">", 3))
@@ -184,7 +184,7 @@ func memberID(members []etcdMember, name string) uint64 {
 }
 
 // expectAgreement checks that etcd's member list, the member pods and the EtcdCluster status agree on n members.
-func expectAgreement(c *etcdv1alpha1.EtcdCluster, n int) {
+func expectAgreement(c *etcdv1beta1.EtcdCluster, n int) {
 	EventuallyWithOffset(1, func(g Gomega) {
 		pods := fw.MemberPods(c)
 		var podNames []string
@@ -220,7 +220,7 @@ func (r replacement) String() string {
 // rolloutObserver samples the member pods and the leader while a rollout runs: which pod was replaced when,
 // who led just before, and the most members down at once.
 type rolloutObserver struct {
-	c      *etcdv1alpha1.EtcdCluster
+	c      *etcdv1beta1.EtcdCluster
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -230,7 +230,7 @@ type rolloutObserver struct {
 	err      error
 }
 
-func startRolloutObserver(c *etcdv1alpha1.EtcdCluster) *rolloutObserver {
+func startRolloutObserver(c *etcdv1beta1.EtcdCluster) *rolloutObserver {
 	octx, cancel := context.WithCancel(ctx)
 	o := &rolloutObserver{c: c, cancel: cancel, done: make(chan struct{})}
 	go func() {

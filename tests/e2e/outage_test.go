@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/failpoint"
 	"github.com/seedops/etcd-operator/tests/framework"
 )
@@ -67,10 +67,10 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 		}
 		Eventually(func(g Gomega) {
 			cur := fw.GetCluster(c)
-			avail := meta.FindStatusCondition(cur.Status.Conditions, etcdv1alpha1.ConditionAvailable)
+			avail := meta.FindStatusCondition(cur.Status.Conditions, etcdv1beta1.ConditionAvailable)
 			g.Expect(avail).NotTo(BeNil())
 			g.Expect(avail.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1alpha1.ConditionDegraded)).To(BeTrue())
+			g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1beta1.ConditionDegraded)).To(BeTrue())
 		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 		framework.ReportDuration("quorum loss reported", time.Since(start))
 		By("keeping every member down for longer than --heal-after: nothing is removed, wiped or restarted")
@@ -81,7 +81,7 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 		Consistently(unchangedObjects).WithTimeout(5 * time.Second).WithPolling(time.Second).Should(Succeed())
 		reconnect(1)
 		Eventually(func() bool {
-			return meta.IsStatusConditionTrue(fw.GetCluster(c).Status.Conditions, etcdv1alpha1.ConditionAvailable)
+			return meta.IsStatusConditionTrue(fw.GetCluster(c).Status.Conditions, etcdv1beta1.ConditionAvailable)
 		}).WithTimeout(3 * time.Minute).WithPolling(500 * time.Millisecond).Should(BeTrue())
 		framework.ReportDuration("quorum back with two of three members", time.Since(start))
 		// The last member stays down a while after quorum returns, but not for --heal-after: its heal clock
@@ -101,7 +101,7 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 	})
 
 	It("recovers from the survivor when two of three members lose their data, keeping every write it held", func() {
-		ns, c := startRecoveringCluster("recover", "recover", etcdv1alpha1.QuorumLossFromSurvivor)
+		ns, c := startRecoveringCluster("recover", "recover", etcdv1beta1.QuorumLossFromSurvivor)
 		ids := memberIDsByName(c, 3)
 		survivor, lost := c.Name+"-0", []string{c.Name + "-1", c.Name + "-2"}
 		// The evidence recovery rests on: status records which claim holds each member's data.
@@ -121,7 +121,7 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 		start := time.Now()
 		deletePodsAndClaims(ns, lost)
 		Eventually(func(g Gomega) {
-			avail := meta.FindStatusCondition(fw.GetCluster(c).Status.Conditions, etcdv1alpha1.ConditionAvailable)
+			avail := meta.FindStatusCondition(fw.GetCluster(c).Status.Conditions, etcdv1beta1.ConditionAvailable)
 			g.Expect(avail).NotTo(BeNil())
 			g.Expect(avail.Reason).To(Equal("QuorumLost"))
 			g.Expect(avail.Message).To(ContainSubstring("answering: " + survivor))
@@ -155,15 +155,15 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 	})
 
 	It("recovers from the newest backup when two of three members lose their data, keeping the survivor's data aside", func() {
-		ns, c := startRecoveringCluster("recover-backup", "rb", etcdv1alpha1.QuorumLossFromBackup)
+		ns, c := startRecoveringCluster("recover-backup", "rb", etcdv1beta1.QuorumLossFromBackup)
 		expectClaimsRecorded(c, 3)
 		ids := memberIDsByName(c, 3)
 		oldCluster := clusterID(c)
 		inBackup, _ := writeKeys(c, "/e2e/in-backup", 300)
 
 		By("taking an on-demand backup, then writing past it")
-		b := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "newest"},
-			Spec: etcdv1alpha1.EtcdBackupSpec{ClusterName: c.Name}}
+		b := &etcdv1beta1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "newest"},
+			Spec: etcdv1beta1.EtcdBackupSpec{ClusterName: c.Name}}
 		Expect(k8s.Create(ctx, b)).To(Succeed())
 		waitBackupSucceeded(b)
 		putGet(c, "/e2e/after-backup", "lost-with-the-majority")
@@ -173,7 +173,7 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 		lost := []string{c.Name + "-1", c.Name + "-2"}
 		deletePodsAndClaims(ns, lost)
 		Eventually(func(g Gomega) {
-			avail := meta.FindStatusCondition(fw.GetCluster(c).Status.Conditions, etcdv1alpha1.ConditionAvailable)
+			avail := meta.FindStatusCondition(fw.GetCluster(c).Status.Conditions, etcdv1beta1.ConditionAvailable)
 			g.Expect(avail).NotTo(BeNil())
 			g.Expect(avail.Reason).To(Equal("QuorumLost"))
 		}).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
@@ -193,7 +193,7 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 			}
 			rec := fw.GetCluster(c).Status.LastRecovery
 			g.Expect(rec).NotTo(BeNil())
-			g.Expect(rec.Strategy).To(Equal(etcdv1alpha1.QuorumLossFromBackup))
+			g.Expect(rec.Strategy).To(Equal(etcdv1beta1.QuorumLossFromBackup))
 			g.Expect(rec.Source).To(Equal(b.Status.Location))
 			g.Expect(rec.Revision).To(Equal(b.Status.Revision))
 		}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
@@ -239,14 +239,14 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 		putGet(c, "/e2e/in-backup", "restored")
 
 		By("taking an on-demand backup, then writing past it")
-		b := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "before-delete"},
-			Spec: etcdv1alpha1.EtcdBackupSpec{ClusterName: c.Name}}
+		b := &etcdv1beta1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "before-delete"},
+			Spec: etcdv1beta1.EtcdBackupSpec{ClusterName: c.Name}}
 		Expect(k8s.Create(ctx, b)).To(Succeed())
 		waitBackupSucceeded(b)
 		Expect(b.Status.Destination).NotTo(BeNil())
 		Expect(b.Status.Destination.PVC).NotTo(BeNil(), "the cluster's default destination is its backup claim")
 		putGet(c, "/e2e/after-backup", "only-in-the-old-data")
-		source := &etcdv1alpha1.BackupSource{PVC: b.Status.Destination.PVC, Key: b.Status.Key}
+		source := &etcdv1beta1.BackupSource{PVC: b.Status.Destination.PVC, Key: b.Status.Key}
 
 		By("deleting the cluster; its member claims are retained")
 		claims := claimUIDs(c, 3)
@@ -258,11 +258,11 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 		start := time.Now()
 		again := fw.NewCluster(ns, "phoenix", etcdVersion, 3)
 		again.Spec.BackupSchedule = ""
-		again.Spec.Bootstrap = &etcdv1alpha1.BootstrapSpec{FromBackup: source}
+		again.Spec.Bootstrap = &etcdv1beta1.BootstrapSpec{FromBackup: source}
 		Expect(k8s.Create(ctx, again)).To(Succeed())
 		Eventually(func(g Gomega) {
 			cur := fw.GetCluster(again)
-			deg := meta.FindStatusCondition(cur.Status.Conditions, etcdv1alpha1.ConditionDegraded)
+			deg := meta.FindStatusCondition(cur.Status.Conditions, etcdv1beta1.ConditionDegraded)
 			g.Expect(deg).NotTo(BeNil())
 			g.Expect(deg.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(deg.Reason).To(Equal("RestoreFailed"))
@@ -271,7 +271,7 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 		framework.ReportDuration("restore over the old claims refused", time.Since(start))
 		Consistently(func(g Gomega) {
 			cur := fw.GetCluster(again)
-			g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1alpha1.ConditionAvailable)).To(BeFalse())
+			g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1beta1.ConditionAvailable)).To(BeFalse())
 			g.Expect(cur.Status.RestoredFrom).To(BeEmpty())
 			for _, p := range fw.MemberPods(again) {
 				g.Expect(framework.PodReady(&p)).To(BeFalse(), "pod %s serves the old data", p.Name)
@@ -290,7 +290,7 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 		start = time.Now()
 		third := fw.NewCluster(ns, "phoenix", etcdVersion, 3)
 		third.Spec.BackupSchedule = ""
-		third.Spec.Bootstrap = &etcdv1alpha1.BootstrapSpec{FromBackup: source}
+		third.Spec.Bootstrap = &etcdv1beta1.BootstrapSpec{FromBackup: source}
 		Expect(k8s.Create(ctx, third)).To(Succeed())
 		framework.ReportDuration("restored cluster Available", fw.WaitAvailable(third, 4*time.Minute))
 		Eventually(func() string { return fw.GetCluster(third).Status.RestoredFrom }).
@@ -323,7 +323,7 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 		s.expectChange(fw.GetCluster(c).Generation+1, "replicas 5", func(t safetyTruth) bool {
 			return t.voters() == 5 && t.healthyVoters() == 5 && t.readyPods() == 5
 		})
-		fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Replicas = 5 })
+		fw.UpdateCluster(c, func(c *etcdv1beta1.EtcdCluster) { c.Spec.Replicas = 5 })
 		learner := c.Name + "-3"
 		Eventually(func(g Gomega) {
 			members, err := memberList(c, c.Name+"-0")
@@ -332,7 +332,7 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 				return m.IsLearner && len(m.PeerURLs) > 0 && strings.Contains(m.PeerURLs[0], "//"+learner+".")
 			})).To(BeTrue(), "the learner is added")
 		}).WithTimeout(3 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
-		fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Paused = true })
+		fw.UpdateCluster(c, func(c *etcdv1beta1.EtcdCluster) { c.Spec.Paused = true })
 		By("waiting for the learner to start and catch up while the cluster is paused")
 		Eventually(func(g Gomega) {
 			members, err := memberList(c, c.Name+"-0")
@@ -376,7 +376,7 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 
 		By("resuming: the learner is promoted and the scale-up to five voters goes on")
 		start := time.Now()
-		fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Paused = false })
+		fw.UpdateCluster(c, func(c *etcdv1beta1.EtcdCluster) { c.Spec.Paused = false })
 		fw.WaitAvailable(c, 5*time.Minute)
 		expectVotingMembers(c, memberNames(c, 5), 3*time.Minute)
 		expectAgreement(c, 5)
@@ -388,7 +388,7 @@ var _ = Describe("Safety under outages, restores over old volumes and unpromoted
 })
 
 // readyEndpointIPs are the addresses the client Service sends clients to.
-func readyEndpointIPs(g Gomega, c *etcdv1alpha1.EtcdCluster) []string {
+func readyEndpointIPs(g Gomega, c *etcdv1beta1.EtcdCluster) []string {
 	list := &discoveryv1.EndpointSliceList{}
 	g.Expect(k8s.List(ctx, list, client.InNamespace(c.Namespace),
 		client.MatchingLabels{discoveryv1.LabelServiceName: c.Name + "-client"})).To(Succeed())
@@ -406,7 +406,7 @@ func readyEndpointIPs(g Gomega, c *etcdv1alpha1.EtcdCluster) []string {
 
 // expectClaimsRecorded waits until status records, for each of the n members, the claim holding its data:
 // the evidence quorum-loss recovery rests on.
-func expectClaimsRecorded(c *etcdv1alpha1.EtcdCluster, n int) {
+func expectClaimsRecorded(c *etcdv1beta1.EtcdCluster, n int) {
 	EventuallyWithOffset(1, func(g Gomega) {
 		members := fw.GetCluster(c).Status.Members
 		g.Expect(members).To(HaveLen(n))
@@ -423,7 +423,7 @@ func deletePodsAndClaims(ns string, pods []string) {
 
 // expectRolledOffRestore waits until none of the n member pods runs a restore step any more (the members
 // are rolled off it one at a time once the restore is done), then for n healthy voting members.
-func expectRolledOffRestore(c *etcdv1alpha1.EtcdCluster, n int) {
+func expectRolledOffRestore(c *etcdv1beta1.EtcdCluster, n int) {
 	EventuallyWithOffset(1, func(g Gomega) {
 		pods := fw.MemberPods(c)
 		g.Expect(pods).To(HaveLen(n))
@@ -439,11 +439,11 @@ func expectRolledOffRestore(c *etcdv1alpha1.EtcdCluster, n int) {
 
 // startRecoveringCluster creates an Available 3-member cluster, without scheduled backups, that recovers
 // from quorum loss by strategy after the shortest window (30 s), in a namespace of its own.
-func startRecoveringCluster(nsPrefix, name string, strategy etcdv1alpha1.QuorumLossRecovery) (string, *etcdv1alpha1.EtcdCluster) {
+func startRecoveringCluster(nsPrefix, name string, strategy etcdv1beta1.QuorumLossRecovery) (string, *etcdv1beta1.EtcdCluster) {
 	ns := fw.NewNamespace(nsPrefix)
 	c := fw.NewCluster(ns, name, etcdVersion, 3)
 	c.Spec.BackupSchedule = ""
-	c.Spec.Recovery = etcdv1alpha1.RecoverySpec{QuorumLoss: strategy, After: &metav1.Duration{Duration: 30 * time.Second}}
+	c.Spec.Recovery = etcdv1beta1.RecoverySpec{QuorumLoss: strategy, After: &metav1.Duration{Duration: 30 * time.Second}}
 	ExpectWithOffset(1, k8s.Create(ctx, c)).To(Succeed())
 	fw.WaitAvailable(c, 5*time.Minute)
 	return ns, c

@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/tests/framework"
 )
 
@@ -46,7 +46,7 @@ var (
 var _ = Describe("Monitoring with a real Prometheus", Ordered, Label("prometheus"), func() {
 	var (
 		ns   string
-		c    *etcdv1alpha1.EtcdCluster
+		c    *etcdv1beta1.EtcdCluster
 		prom promv1.API
 		stop func()
 	)
@@ -57,7 +57,7 @@ var _ = Describe("Monitoring with a real Prometheus", Ordered, Label("prometheus
 		c = fw.NewCluster(ns, "watched", etcdVersion, 3)
 		// Backups every minute to an object store that refuses connections: the backup alert's case.
 		c.Spec.BackupSchedule = "* * * * *"
-		c.Spec.Backup.S3 = &etcdv1alpha1.S3BackupDestination{Endpoint: "http://127.0.0.1:1", Bucket: "none", CredentialsSecretName: "s3-credentials"}
+		c.Spec.Backup.S3 = &etcdv1beta1.S3BackupDestination{Endpoint: "http://127.0.0.1:1", Bucket: "none", CredentialsSecretName: "s3-credentials"}
 		Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3-credentials"},
 			StringData: map[string]string{"accessKeyID": "e2e", "secretAccessKey": "e2e-secret"}})).To(Succeed())
 		Expect(k8s.Create(ctx, c)).To(Succeed())

@@ -23,7 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/tests/framework"
 )
 
@@ -45,7 +45,7 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 		s.expectChange(fw.GetCluster(c).Generation+1, "version "+missing, func(t safetyTruth) bool {
 			return t.allPodsOn(etcdRepository+":v"+missing, 3)
 		})
-		fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Version = missing })
+		fw.UpdateCluster(c, func(c *etcdv1beta1.EtcdCluster) { c.Spec.Version = missing })
 
 		By("waiting for one follower to be restarted onto the missing image")
 		var stuck string
@@ -69,7 +69,7 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 		Eventually(func(g Gomega) {
 			cur := fw.GetCluster(c)
 			expectStuckMemberReported(g, cur, stuckOrdinal)
-			prog := meta.FindStatusCondition(cur.Status.Conditions, etcdv1alpha1.ConditionProgressing)
+			prog := meta.FindStatusCondition(cur.Status.Conditions, etcdv1beta1.ConditionProgressing)
 			g.Expect(prog).NotTo(BeNil())
 			g.Expect(prog.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(prog.Reason).To(Equal("UpgradeStalled"))
@@ -85,8 +85,8 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 			expectSameClaims(g, c, claims)
 			expectSamePods(g, c, pods)
 			cur := fw.GetCluster(c)
-			g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1alpha1.ConditionDegraded)).To(BeTrue())
-			g.Expect(meta.FindStatusCondition(cur.Status.Conditions, etcdv1alpha1.ConditionProgressing).Reason).
+			g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1beta1.ConditionDegraded)).To(BeTrue())
+			g.Expect(meta.FindStatusCondition(cur.Status.Conditions, etcdv1beta1.ConditionProgressing).Reason).
 				To(Equal("UpgradeStalled"))
 		}).WithTimeout(40 * time.Second).WithPolling(2 * time.Second).Should(Succeed())
 		w.WaitProgress(20, time.Minute)
@@ -96,13 +96,13 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 		s.expectChange(fw.GetCluster(c).Generation+1, "revert to "+etcdVersion, func(t safetyTruth) bool {
 			return t.allPodsOn(etcdRepository+":v"+etcdVersion, 3) && t.healthyVoters() == 3
 		})
-		fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Version = etcdVersion })
+		fw.UpdateCluster(c, func(c *etcdv1beta1.EtcdCluster) { c.Spec.Version = etcdVersion })
 		waitPodReplaced(ns, stuck, pods[stuck], 5*time.Minute)
 		fw.WaitAvailable(c, 5*time.Minute)
 		expectVotingMembers(c, memberNames(c, 3), 2*time.Minute)
 		Eventually(func(g Gomega) {
 			cur := fw.GetCluster(c)
-			g.Expect(meta.IsStatusConditionFalse(cur.Status.Conditions, etcdv1alpha1.ConditionDegraded)).To(BeTrue(),
+			g.Expect(meta.IsStatusConditionFalse(cur.Status.Conditions, etcdv1beta1.ConditionDegraded)).To(BeTrue(),
 				"conditions: %+v", cur.Status.Conditions)
 			for _, p := range fw.MemberPods(c) {
 				g.Expect(p.Spec.Containers[0].Image).To(Equal(etcdRepository + ":v" + etcdVersion))
@@ -129,7 +129,7 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 		s.expectChange(fw.GetCluster(c).Generation+1, "flag "+typo, func(t safetyTruth) bool {
 			return t.allPodsWithArg("--"+typo+"=500", 3)
 		})
-		fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Etcd.ExtraFlags = map[string]string{typo: "500"} })
+		fw.UpdateCluster(c, func(c *etcdv1beta1.EtcdCluster) { c.Spec.Etcd.ExtraFlags = map[string]string{typo: "500"} })
 
 		By("waiting for one follower to be restarted with the flag etcd refuses")
 		var stuck string
@@ -166,12 +166,12 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 		s.expectChange(fw.GetCluster(c).Generation+1, "flag "+flag, func(t safetyTruth) bool {
 			return t.allPodsWithArg("--"+flag+"=500", 3) && t.healthyVoters() == 3
 		})
-		fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Etcd.ExtraFlags = map[string]string{flag: "500"} })
+		fw.UpdateCluster(c, func(c *etcdv1beta1.EtcdCluster) { c.Spec.Etcd.ExtraFlags = map[string]string{flag: "500"} })
 		Eventually(func(g Gomega) {
 			cur := fw.GetCluster(c)
-			g.Expect(meta.IsStatusConditionFalse(cur.Status.Conditions, etcdv1alpha1.ConditionDegraded)).To(BeTrue(),
+			g.Expect(meta.IsStatusConditionFalse(cur.Status.Conditions, etcdv1beta1.ConditionDegraded)).To(BeTrue(),
 				"conditions: %+v", cur.Status.Conditions)
-			g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1alpha1.ConditionAvailable)).To(BeTrue())
+			g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1beta1.ConditionAvailable)).To(BeTrue())
 			members := fw.MemberPods(c)
 			g.Expect(members).To(HaveLen(3))
 			for _, p := range members {
@@ -198,7 +198,7 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 		s.expectChange(fw.GetCluster(c).Generation+1, "replicas 5", func(t safetyTruth) bool {
 			return t.healthyVoters() == 5 && t.voters() == 5 && t.readyPods() == 5
 		})
-		fw.UpdateCluster(c, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Replicas = 5 })
+		fw.UpdateCluster(c, func(c *etcdv1beta1.EtcdCluster) { c.Spec.Replicas = 5 })
 
 		By("waiting for the fourth member in etcd's member list")
 		Eventually(func() (int, error) {
@@ -323,9 +323,9 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 		_, err := fw.Kubectl("delete", "pvc", "-n", ns, "-l", labelInstance+"="+c.Name, "--wait=false")
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(func(g Gomega) {
-			cur := &etcdv1alpha1.EtcdCluster{}
+			cur := &etcdv1beta1.EtcdCluster{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(c), cur)).To(Succeed())
-			d := meta.FindStatusCondition(cur.Status.Conditions, etcdv1alpha1.ConditionDegraded)
+			d := meta.FindStatusCondition(cur.Status.Conditions, etcdv1beta1.ConditionDegraded)
 			g.Expect(d).NotTo(BeNil())
 			g.Expect(d.Reason).To(Equal("MemberDataDeleting"), "Degraded says whose data is going: %s", d.Message)
 		}).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
@@ -354,9 +354,9 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 			return etcdctl(c, c.Name+"-0", "--endpoints="+localURL(c), "get", "/e2e/before-loss", "--print-value-only", "--consistency=s")
 		}).WithTimeout(time.Minute).Should(ContainSubstring("kept"))
 		Eventually(func(g Gomega) {
-			cur := &etcdv1alpha1.EtcdCluster{}
+			cur := &etcdv1beta1.EtcdCluster{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(c), cur)).To(Succeed())
-			d := meta.FindStatusCondition(cur.Status.Conditions, etcdv1alpha1.ConditionDegraded)
+			d := meta.FindStatusCondition(cur.Status.Conditions, etcdv1beta1.ConditionDegraded)
 			g.Expect(d).NotTo(BeNil())
 			g.Expect(d.Status).To(Equal(metav1.ConditionFalse), "Degraded: %s", d.Message)
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
@@ -377,7 +377,7 @@ type safetyStart struct {
 
 // startSafetyScenario creates a 3-member cluster named name in a new namespace, waits until it is
 // Available, and starts a writer and a status sampler on it (the sampler stops at cleanup).
-func startSafetyScenario(name string) (string, *etcdv1alpha1.EtcdCluster, *framework.Writer, *safetySampler, safetyStart) {
+func startSafetyScenario(name string) (string, *etcdv1beta1.EtcdCluster, *framework.Writer, *safetySampler, safetyStart) {
 	ns := fw.NewNamespace(name)
 	c := fw.NewCluster(ns, name, etcdVersion, 3)
 	ExpectWithOffset(1, k8s.Create(ctx, c)).To(Succeed())
@@ -391,7 +391,7 @@ func startSafetyScenario(name string) (string, *etcdv1alpha1.EtcdCluster, *frame
 }
 
 // memberIDsByName returns the IDs of the cluster's started members by name, expecting exactly n of them.
-func memberIDsByName(c *etcdv1alpha1.EtcdCluster, n int) map[string]uint64 {
+func memberIDsByName(c *etcdv1beta1.EtcdCluster, n int) map[string]uint64 {
 	var out map[string]uint64
 	EventuallyWithOffset(1, func(g Gomega) {
 		out = memberIDsByNameG(g, c)
@@ -400,7 +400,7 @@ func memberIDsByName(c *etcdv1alpha1.EtcdCluster, n int) map[string]uint64 {
 	return out
 }
 
-func memberIDsByNameG(g Gomega, c *etcdv1alpha1.EtcdCluster) map[string]uint64 {
+func memberIDsByNameG(g Gomega, c *etcdv1beta1.EtcdCluster) map[string]uint64 {
 	cli := fw.ClusterClient(c)
 	defer func() { _ = cli.Close() }()
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -416,7 +416,7 @@ func memberIDsByNameG(g Gomega, c *etcdv1alpha1.EtcdCluster) map[string]uint64 {
 }
 
 // expectSameMembers checks that etcd lists exactly the members of ids, asked from a ready pod other than skip.
-func expectSameMembers(g Gomega, c *etcdv1alpha1.EtcdCluster, ids map[string]uint64, skip string) {
+func expectSameMembers(g Gomega, c *etcdv1beta1.EtcdCluster, ids map[string]uint64, skip string) {
 	var from string
 	for _, p := range fw.MemberPods(c) {
 		if p.Name != skip && framework.PodReady(&p) {
@@ -435,7 +435,7 @@ func expectSameMembers(g Gomega, c *etcdv1alpha1.EtcdCluster, ids map[string]uin
 }
 
 // claimUIDs returns the UIDs of the data claims of ordinals 0..n-1.
-func claimUIDs(c *etcdv1alpha1.EtcdCluster, n int) map[string]types.UID {
+func claimUIDs(c *etcdv1beta1.EtcdCluster, n int) map[string]types.UID {
 	out := map[string]types.UID{}
 	for _, name := range memberNames(c, n) {
 		pvc := &corev1.PersistentVolumeClaim{}
@@ -445,7 +445,7 @@ func claimUIDs(c *etcdv1alpha1.EtcdCluster, n int) map[string]types.UID {
 	return out
 }
 
-func expectSameClaims(g Gomega, c *etcdv1alpha1.EtcdCluster, claims map[string]types.UID) {
+func expectSameClaims(g Gomega, c *etcdv1beta1.EtcdCluster, claims map[string]types.UID) {
 	for name, uid := range claims {
 		pvc := &corev1.PersistentVolumeClaim{}
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, pvc)).To(Succeed())
@@ -455,7 +455,7 @@ func expectSameClaims(g Gomega, c *etcdv1alpha1.EtcdCluster, claims map[string]t
 }
 
 // podUIDs returns the UIDs of the member pods by name.
-func podUIDs(c *etcdv1alpha1.EtcdCluster) map[string]string {
+func podUIDs(c *etcdv1beta1.EtcdCluster) map[string]string {
 	out := map[string]string{}
 	for _, p := range fw.MemberPods(c) {
 		out[p.Name] = string(p.UID)
@@ -463,7 +463,7 @@ func podUIDs(c *etcdv1alpha1.EtcdCluster) map[string]string {
 	return out
 }
 
-func expectSamePods(g Gomega, c *etcdv1alpha1.EtcdCluster, uids map[string]string) {
+func expectSamePods(g Gomega, c *etcdv1beta1.EtcdCluster, uids map[string]string) {
 	for name, uid := range uids {
 		p := &corev1.Pod{}
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, p)).To(Succeed())
@@ -528,7 +528,7 @@ func (t safetyTruth) readyPods() int {
 
 // onlyRestarted checks that of the member pods (UIDs by name) only stuck was restarted, and returns the
 // pods' UIDs now.
-func onlyRestarted(c *etcdv1alpha1.EtcdCluster, pods map[string]string, stuck string) map[string]string {
+func onlyRestarted(c *etcdv1beta1.EtcdCluster, pods map[string]string, stuck string) map[string]string {
 	restarted := podUIDs(c)
 	ExpectWithOffset(1, restarted[stuck]).NotTo(Equal(pods[stuck]), "pod %s was not restarted", stuck)
 	for name, uid := range pods {
@@ -541,14 +541,14 @@ func onlyRestarted(c *etcdv1alpha1.EtcdCluster, pods map[string]string, stuck st
 
 // expectStuckMemberReported: status is current and says Degraded (MemberCannotStart) naming the member of
 // the given ordinal, while the other two keep the cluster Available.
-func expectStuckMemberReported(g Gomega, cur *etcdv1alpha1.EtcdCluster, ordinal string) {
+func expectStuckMemberReported(g Gomega, cur *etcdv1beta1.EtcdCluster, ordinal string) {
 	g.Expect(cur.Status.ObservedGeneration).To(Equal(cur.Generation))
-	deg := meta.FindStatusCondition(cur.Status.Conditions, etcdv1alpha1.ConditionDegraded)
+	deg := meta.FindStatusCondition(cur.Status.Conditions, etcdv1beta1.ConditionDegraded)
 	g.Expect(deg).NotTo(BeNil())
 	g.Expect(deg.Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(deg.Reason).To(Equal("MemberCannotStart"))
 	g.Expect(deg.Message).To(ContainSubstring("member "+ordinal+" ("), "names the stuck member")
-	g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1alpha1.ConditionAvailable)).To(BeTrue(),
+	g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1beta1.ConditionAvailable)).To(BeTrue(),
 		"two of three members run: quorum holds")
 }
 
@@ -584,7 +584,7 @@ func (t safetyTruth) allPodsOn(image string, n int) bool {
 // also watches invariants of a formed cluster: the ConfigMap never asks for a new cluster again, and the
 // StatefulSet never shrinks below the members etcd lists; and it records every member ID seen per name.
 type safetySampler struct {
-	c      *etcdv1alpha1.EtcdCluster
+	c      *etcdv1beta1.EtcdCluster
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -608,7 +608,7 @@ type safetySampler struct {
 // timeout (5 s): a status older than that is a claim the operator could have corrected, and is a lie.
 const quorumGrace = 30*time.Second + 5*time.Second + 5*time.Second
 
-func startSafetySampler(c *etcdv1alpha1.EtcdCluster) *safetySampler {
+func startSafetySampler(c *etcdv1beta1.EtcdCluster) *safetySampler {
 	sctx, cancel := context.WithCancel(ctx)
 	s := &safetySampler{c: c, cancel: cancel, done: make(chan struct{}), ids: map[string]map[uint64]bool{}}
 	cli := fw.ClusterClient(c)
@@ -641,7 +641,7 @@ type podClient struct {
 
 func (s *safetySampler) sample(sctx context.Context, cli *clientv3.Client, clients map[string]*podClient, useTLS bool) {
 	c := s.c
-	cur := &etcdv1alpha1.EtcdCluster{}
+	cur := &etcdv1beta1.EtcdCluster{}
 	if err := k8s.Get(sctx, client.ObjectKeyFromObject(c), cur); err != nil {
 		return
 	}
@@ -766,12 +766,12 @@ func (s *safetySampler) sample(sctx context.Context, cli *clientv3.Client, clien
 	} else {
 		s.quorumLost = time.Time{}
 	}
-	avail := meta.FindStatusCondition(cur.Status.Conditions, etcdv1alpha1.ConditionAvailable)
+	avail := meta.FindStatusCondition(cur.Status.Conditions, etcdv1beta1.ConditionAvailable)
 	if avail != nil && avail.Status == metav1.ConditionTrue && !s.quorumLost.IsZero() && statusAt.Sub(s.quorumLost) > quorumGrace {
 		violate("Available=True (%s) while only %d of %d voters have answered since %s",
 			avail.Message, healthy, voters, s.quorumLost.Format("15:04:05.000"))
 	}
-	prog := meta.FindStatusCondition(cur.Status.Conditions, etcdv1alpha1.ConditionProgressing)
+	prog := meta.FindStatusCondition(cur.Status.Conditions, etcdv1beta1.ConditionProgressing)
 	if s.changeDone != nil && cur.Status.ObservedGeneration >= s.changeGen && prog != nil &&
 		prog.Status == metav1.ConditionFalse && prog.Reason == "Reconciled" && !s.changeDone(t) {
 		violate("Progressing=False/Reconciled at generation %d while %s is not carried out (%d pods, %d/%d voters healthy)",
@@ -788,7 +788,7 @@ func (s *safetySampler) sample(sctx context.Context, cli *clientv3.Client, clien
 }
 
 // memberOfPeerURL is the member name in a stable peer URL, "" when it is not one.
-func memberOfPeerURL(c *etcdv1alpha1.EtcdCluster, peerURL string) string {
+func memberOfPeerURL(c *etcdv1beta1.EtcdCluster, peerURL string) string {
 	host, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(peerURL, "https://"), "http://"), ".")
 	if strings.HasPrefix(host, c.Name+"-") {
 		return host
@@ -856,7 +856,7 @@ func (s *safetySampler) verify() {
 }
 
 // logCertificateNames prints the names the cluster's server and peer certificates carry.
-func logCertificateNames(c *etcdv1alpha1.EtcdCluster) {
+func logCertificateNames(c *etcdv1beta1.EtcdCluster) {
 	for _, name := range []string{c.Name + "-server-tls", c.Name + "-peer-tls"} {
 		secret := &corev1.Secret{}
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, secret); err != nil {

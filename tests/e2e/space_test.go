@@ -18,7 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/tests/framework"
 )
 
@@ -59,8 +59,8 @@ var _ = Describe("Space", Label("space"), func() {
 		Eventually(func(g Gomega) {
 			cur := fw.GetCluster(c)
 			g.Expect(cur.Status.Alarms).To(BeEmpty())
-			g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1alpha1.ConditionDegraded)).To(BeFalse())
-			g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1alpha1.ConditionAvailable)).To(BeTrue())
+			g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1beta1.ConditionDegraded)).To(BeFalse())
+			g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1beta1.ConditionAvailable)).To(BeTrue())
 			for _, m := range cur.Status.Members {
 				g.Expect(m.DBSizeBytes).To(BeNumerically("<", 10<<20), "%s's database after defragmentation", m.Name)
 			}
@@ -135,7 +135,7 @@ var _ = Describe("Defragmentation", Label("space"), func() {
 })
 
 // etcdRestarts returns each member pod's etcd container restart count.
-func etcdRestarts(c *etcdv1alpha1.EtcdCluster) map[string]int32 {
+func etcdRestarts(c *etcdv1beta1.EtcdCluster) map[string]int32 {
 	out := map[string]int32{}
 	for _, p := range fw.MemberPods(c) {
 		for _, st := range p.Status.ContainerStatuses {

@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/pki"
 	"github.com/seedops/etcd-operator/tests/framework"
 )
@@ -29,7 +29,7 @@ import (
 var _ = Describe("TLS", Label("tls"), Ordered, func() {
 	var (
 		ns string
-		c  *etcdv1alpha1.EtcdCluster
+		c  *etcdv1beta1.EtcdCluster
 	)
 
 	BeforeAll(func() {

@@ -12,7 +12,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 )
 
 // DiagnosticsPrefix starts every line DumpNamespace writes, so that a CI log's reader (and .ci/run's failure
@@ -28,7 +28,7 @@ func (f *Framework) DumpNamespace(ns string) {
 	line := func(format string, args ...any) {
 		_, _ = fmt.Fprintf(w, DiagnosticsPrefix+"%s: "+format+"\n", append([]any{ns}, args...)...)
 	}
-	clusters := &etcdv1alpha1.EtcdClusterList{}
+	clusters := &etcdv1beta1.EtcdClusterList{}
 	if err := f.Client.List(ctx, clusters, client.InNamespace(ns)); err != nil {
 		line("listing EtcdClusters: %v", err)
 	}

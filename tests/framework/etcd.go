@@ -3,7 +3,6 @@ package framework
 import (
 	"context"
 	"crypto/tls"
-	"fmt"
 	"net"
 	"time"
 
@@ -14,15 +13,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/etcd"
 )
 
 // TLSOn reports whether the cluster serves TLS, once the operator has recorded its choice in the spec.
-func (f *Framework) TLSOn(c *etcdv1alpha1.EtcdCluster) bool {
+func (f *Framework) TLSOn(c *etcdv1beta1.EtcdCluster) bool {
 	var on bool
 	gomega.EventuallyWithOffset(2, func(g gomega.Gomega) {
-		fresh := &etcdv1alpha1.EtcdCluster{}
+		fresh := &etcdv1beta1.EtcdCluster{}
 		g.Expect(f.Client.Get(f.Ctx, client.ObjectKeyFromObject(c), fresh)).To(gomega.Succeed())
 		g.Expect(fresh.Spec.TLS.Enabled).NotTo(gomega.BeNil(), "the operator has not recorded spec.tls.enabled yet")
 		on = *fresh.Spec.TLS.Enabled
@@ -32,7 +31,7 @@ func (f *Framework) TLSOn(c *etcdv1alpha1.EtcdCluster) bool {
 
 // ClusterTLS authenticates as the cluster's client certificate (the Secret status.tls.clientSecretName
 // names), verifying the server's certificate for serverName; nil for a cluster without TLS.
-func (f *Framework) ClusterTLS(c *etcdv1alpha1.EtcdCluster, serverName string) *tls.Config {
+func (f *Framework) ClusterTLS(c *etcdv1beta1.EtcdCluster, serverName string) *tls.Config {
 	if !f.TLSOn(c) {
 		return nil
 	}
@@ -48,7 +47,7 @@ func (f *Framework) ClusterTLS(c *etcdv1alpha1.EtcdCluster, serverName string) *
 
 // ClusterClient connects from the host to the cluster's client Service IP (cluster IPs and pod IPs are
 // routable on the node), over TLS with the cluster's client certificate when it serves TLS.
-func (f *Framework) ClusterClient(c *etcdv1alpha1.EtcdCluster) *clientv3.Client {
+func (f *Framework) ClusterClient(c *etcdv1beta1.EtcdCluster) *clientv3.Client {
 	svc := &corev1.Service{}
 	gomega.ExpectWithOffset(1, f.Client.Get(f.Ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Name + "-client"}, svc)).To(gomega.Succeed())
 	cli, err := f.EtcdClientVia(c, c.Name+"-client."+c.Namespace+".svc", svc.Spec.ClusterIP, 5*time.Second)
@@ -56,21 +55,10 @@ func (f *Framework) ClusterClient(c *etcdv1alpha1.EtcdCluster) *clientv3.Client 
 	return cli
 }
 
-// ServiceIPClient connects to http://<client Service IP>:2379 without TLS and without keepalive: the
-// client for clusters whose spec may not record the TLS choice (made by an older operator).
-func (f *Framework) ServiceIPClient(c *etcdv1alpha1.EtcdCluster) *clientv3.Client {
-	svc := &corev1.Service{}
-	gomega.ExpectWithOffset(1, f.Client.Get(f.Ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Name + "-client"}, svc)).To(gomega.Succeed())
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{fmt.Sprintf("http://%s:2379", svc.Spec.ClusterIP)},
-		DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred())
-	return cli
-}
-
 // EtcdClientVia connects to host (a name the server certificate carries) at ip: the etcd client verifies
 // the certificate against the endpoint's host name, and the host cannot resolve cluster DNS names, so the
 // connection is dialled to the IP while TLS checks the name.
-func (f *Framework) EtcdClientVia(c *etcdv1alpha1.EtcdCluster, host, ip string, timeout time.Duration) (*clientv3.Client, error) {
+func (f *Framework) EtcdClientVia(c *etcdv1beta1.EtcdCluster, host, ip string, timeout time.Duration) (*clientv3.Client, error) {
 	if f.TLSOn(c) {
 		return EtcdClientTLS(host, ip, f.ClusterTLS(c, host), timeout)
 	}

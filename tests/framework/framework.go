@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
@@ -54,9 +55,8 @@ type Framework struct {
 	// Poll is how often waits check again (500 ms).
 	Poll time.Duration
 	// EtcdClient connects a Writer to a cluster (ClusterClient: through the client Service, TLS when the
-	// cluster serves it). A suite whose clusters an older operator made, without the TLS choice in the spec,
-	// uses ServiceIPClient.
-	EtcdClient func(c *etcdv1alpha1.EtcdCluster) *clientv3.Client
+	// cluster serves it).
+	EtcdClient func(c *etcdv1beta1.EtcdCluster) *clientv3.Client
 	// WritePause is the Writer's pause after each acknowledged write (10 ms); a longer one leaves the node's
 	// CPUs to what the suite measures.
 	WritePause time.Duration
@@ -101,7 +101,7 @@ func RESTConfig(kubeconfig string) (*rest.Config, error) {
 // types, CRDs).
 func NewClient(cfg *rest.Config, extra ...func(*runtime.Scheme) error) (client.WithWatch, error) {
 	scheme := runtime.NewScheme()
-	for _, add := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme, etcdv1alpha1.AddToScheme}, extra...) {
+	for _, add := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme, etcdv1beta1.AddToScheme, etcdv1alpha1.AddToScheme}, extra...) {
 		if err := add(scheme); err != nil {
 			return nil, err
 		}
@@ -154,10 +154,10 @@ func (f *Framework) newNamespace(prefix string, labels map[string]string) string
 
 // NewCluster is the README's four-field sample EtcdCluster (daily backups, 1Gi volumes) with images from
 // EtcdRepository; it is not created, so a spec can change it first.
-func (f *Framework) NewCluster(ns, name, version string, replicas int32) *etcdv1alpha1.EtcdCluster {
-	return &etcdv1alpha1.EtcdCluster{
+func (f *Framework) NewCluster(ns, name, version string, replicas int32) *etcdv1beta1.EtcdCluster {
+	return &etcdv1beta1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: etcdv1alpha1.EtcdClusterSpec{
+		Spec: etcdv1beta1.EtcdClusterSpec{
 			Version:        version,
 			Replicas:       replicas,
 			StorageSize:    resource.MustParse("1Gi"),
@@ -168,17 +168,17 @@ func (f *Framework) NewCluster(ns, name, version string, replicas int32) *etcdv1
 }
 
 // GetCluster reads the cluster's current state.
-func (f *Framework) GetCluster(c *etcdv1alpha1.EtcdCluster) *etcdv1alpha1.EtcdCluster {
-	out := &etcdv1alpha1.EtcdCluster{}
+func (f *Framework) GetCluster(c *etcdv1beta1.EtcdCluster) *etcdv1beta1.EtcdCluster {
+	out := &etcdv1beta1.EtcdCluster{}
 	gomega.ExpectWithOffset(1, f.Client.Get(f.Ctx, client.ObjectKeyFromObject(c), out)).To(gomega.Succeed())
 	return out
 }
 
 // UpdateCluster applies change to the latest version of the cluster, retrying on conflicts with the
 // operator's own writes.
-func (f *Framework) UpdateCluster(c *etcdv1alpha1.EtcdCluster, change func(*etcdv1alpha1.EtcdCluster)) {
+func (f *Framework) UpdateCluster(c *etcdv1beta1.EtcdCluster, change func(*etcdv1beta1.EtcdCluster)) {
 	gomega.EventuallyWithOffset(1, func() error {
-		cur := &etcdv1alpha1.EtcdCluster{}
+		cur := &etcdv1beta1.EtcdCluster{}
 		if err := f.Client.Get(f.Ctx, client.ObjectKeyFromObject(c), cur); err != nil {
 			return err
 		}
@@ -189,15 +189,15 @@ func (f *Framework) UpdateCluster(c *etcdv1alpha1.EtcdCluster, change func(*etcd
 
 // WaitAvailable waits until the cluster reports its current generation Available and Running with every
 // member ready, and returns how long that took.
-func (f *Framework) WaitAvailable(c *etcdv1alpha1.EtcdCluster, timeout time.Duration) time.Duration {
+func (f *Framework) WaitAvailable(c *etcdv1beta1.EtcdCluster, timeout time.Duration) time.Duration {
 	start := time.Now()
 	gomega.EventuallyWithOffset(1, func(g gomega.Gomega) {
-		cur := &etcdv1alpha1.EtcdCluster{}
+		cur := &etcdv1beta1.EtcdCluster{}
 		g.Expect(f.Client.Get(f.Ctx, client.ObjectKeyFromObject(c), cur)).To(gomega.Succeed())
 		g.Expect(cur.Status.ObservedGeneration).To(gomega.Equal(cur.Generation))
-		g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1alpha1.ConditionAvailable)).To(gomega.BeTrue(),
+		g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1beta1.ConditionAvailable)).To(gomega.BeTrue(),
 			"conditions: %+v", cur.Status.Conditions)
-		g.Expect(cur.Status.Phase).To(gomega.Equal(etcdv1alpha1.PhaseRunning), "conditions: %+v", cur.Status.Conditions)
+		g.Expect(cur.Status.Phase).To(gomega.Equal(etcdv1beta1.PhaseRunning), "conditions: %+v", cur.Status.Conditions)
 		g.Expect(cur.Status.ReadyReplicas).To(gomega.Equal(cur.Spec.Replicas))
 	}).WithTimeout(timeout).WithPolling(f.poll()).Should(gomega.Succeed())
 	return time.Since(start)
@@ -210,7 +210,7 @@ func MemberLabels(instance string) client.MatchingLabels {
 }
 
 // MemberPods lists the cluster's member pods, sorted by name.
-func (f *Framework) MemberPods(c *etcdv1alpha1.EtcdCluster) []corev1.Pod {
+func (f *Framework) MemberPods(c *etcdv1beta1.EtcdCluster) []corev1.Pod {
 	pods := &corev1.PodList{}
 	gomega.ExpectWithOffset(1, f.Client.List(f.Ctx, pods, client.InNamespace(c.Namespace), MemberLabels(c.Name))).To(gomega.Succeed())
 	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })

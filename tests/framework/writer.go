@@ -11,7 +11,7 @@ import (
 	"github.com/onsi/gomega"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 )
 
 // Writer writes sequential keys to a cluster while a spec disrupts it, and records every write etcd
@@ -32,7 +32,7 @@ type Writer struct {
 
 // StartWriter starts writing keys prefix/00000000, prefix/00000001, ... (value "v"+key) through
 // EtcdClient, pausing WritePause after each acknowledged write and 200 ms after a failed one.
-func (f *Framework) StartWriter(c *etcdv1alpha1.EtcdCluster, prefix string) *Writer {
+func (f *Framework) StartWriter(c *etcdv1beta1.EtcdCluster, prefix string) *Writer {
 	w := &Writer{f: f, cli: f.etcdClient(c), prefix: prefix, stop: make(chan struct{}), done: make(chan struct{})}
 	pause := f.WritePause
 	if pause <= 0 {
@@ -68,7 +68,7 @@ func (f *Framework) StartWriter(c *etcdv1alpha1.EtcdCluster, prefix string) *Wri
 	return w
 }
 
-func (f *Framework) etcdClient(c *etcdv1alpha1.EtcdCluster) *clientv3.Client {
+func (f *Framework) etcdClient(c *etcdv1beta1.EtcdCluster) *clientv3.Client {
 	if f.EtcdClient != nil {
 		return f.EtcdClient(c)
 	}
@@ -98,7 +98,7 @@ func (w *Writer) WaitProgress(n int, timeout time.Duration) {
 
 // StopAndVerify stops the writer and checks, through a new client, that every acknowledged key is
 // readable with its value.
-func (w *Writer) StopAndVerify(c *etcdv1alpha1.EtcdCluster) {
+func (w *Writer) StopAndVerify(c *etcdv1beta1.EtcdCluster) {
 	w.Stop()
 	w.Verify(c)
 }
@@ -114,7 +114,7 @@ func (w *Writer) Stop() {
 
 // Verify checks, through a new client, that every write the stopped writer saw acknowledged is readable
 // with its value.
-func (w *Writer) Verify(c *etcdv1alpha1.EtcdCluster) {
+func (w *Writer) Verify(c *etcdv1beta1.EtcdCluster) {
 	w.mu.Lock()
 	acked, failed := slices.Clone(w.acked), w.failed
 	w.mu.Unlock()

@@ -3,8 +3,13 @@
 package olm
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -18,11 +23,19 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
+	"github.com/seedops/etcd-operator/internal/kubectlplugin"
 	"github.com/seedops/etcd-operator/tests/framework"
 )
 
@@ -106,11 +119,31 @@ func operatorPod(ns, img string, timeout time.Duration) corev1.Pod {
 	return pod
 }
 
-// newCluster creates a small EtcdCluster of the suite's etcd version from the node's registry.
+// newCluster creates a small EtcdCluster of the suite's etcd version from the node's registry, through
+// v1alpha1: the previous release serves no other version.
 func newCluster(ns, name string, replicas int32) *etcdv1alpha1.EtcdCluster {
-	c := fw.NewCluster(ns, name, etcdVersion, replicas)
+	c := &etcdv1alpha1.EtcdCluster{}
+	sameFields(fw.NewCluster(ns, name, etcdVersion, replicas), c)
+	c.APIVersion = etcdv1alpha1.GroupVersion.String()
 	ExpectWithOffset(1, k8s.Create(ctx, c)).To(Succeed())
 	return c
+}
+
+// sameFields copies one version's object into another's: the served versions have one schema, so the
+// JSON of either is the other's.
+func sameFields(from, to any) {
+	b, err := json.Marshal(from)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	ExpectWithOffset(1, dec.Decode(to)).To(Succeed())
+}
+
+// current is c as the current API version's object (for the framework's writer, which needs only its name).
+func current(c *etcdv1alpha1.EtcdCluster) *etcdv1beta1.EtcdCluster {
+	out := &etcdv1beta1.EtcdCluster{}
+	sameFields(c, out)
+	return out
 }
 
 // waitAvailable waits for the Available condition with every member ready.
@@ -238,4 +271,93 @@ func metaItems(l client.ObjectList) ([]client.Object, error) {
 		out = append(out, o.(client.Object))
 	}
 	return out, nil
+}
+
+// removeBundleObjects deletes the bundle's cluster-scoped objects of the given kinds that exist on the node, and puts
+// each back (from bundle/) when the container ends, as the other installs on the node expect them. A CRD goes only
+// when no object of its kind exists anywhere, since deleting it deletes them all. Needed before OLM v1 installs
+// (it never adopts objects it did not create) and before the previous release is installed: its CRDs do not serve
+// the storage version of the current ones, and neither the API server nor OLM lets a CRD drop a version that
+// status.storedVersions lists.
+func removeBundleObjects(kinds ...string) {
+	files, err := filepath.Glob("../../bundle/manifests/*.yaml")
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		obj := &unstructured.Unstructured{}
+		ExpectWithOffset(1, yaml.Unmarshal(data, &obj.Object)).To(Succeed(), f)
+		var cur client.Object
+		switch obj.GetKind() {
+		case "CustomResourceDefinition":
+			cur = &apiextensionsv1.CustomResourceDefinition{}
+		case "ClusterRole":
+			cur = &rbacv1.ClusterRole{}
+		default:
+			continue // namespaced (created in the install namespace) or the CSV
+		}
+		if !slices.Contains(kinds, obj.GetKind()) {
+			continue
+		}
+		key := client.ObjectKey{Name: obj.GetName()}
+		if err := k8s.Get(ctx, key, cur); err != nil {
+			ExpectWithOffset(1, apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+			continue
+		}
+		if crd, ok := cur.(*apiextensionsv1.CustomResourceDefinition); ok {
+			// Objects of an earlier suite's namespaces may still be going with their namespace.
+			EventuallyWithOffset(1, func(g Gomega) {
+				list := &unstructured.UnstructuredList{}
+				list.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group,
+					Version: crd.Spec.Versions[0].Name, Kind: crd.Spec.Names.ListKind})
+				g.Expect(k8s.List(ctx, list)).To(Succeed())
+				var left []string
+				for _, o := range list.Items {
+					left = append(left, o.GetNamespace()+"/"+o.GetName())
+				}
+				g.Expect(left).To(BeEmpty(), "%s exist on the node: their CRD cannot be replaced", crd.Spec.Names.Plural)
+			}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		}
+		ExpectWithOffset(1, k8s.Delete(ctx, cur)).To(Succeed())
+		fw.ExpectGone(cur.DeepCopyObject().(client.Object), 2*time.Minute)
+		DeferCleanup(func() {
+			// An uninstall deletes what it installed: let that finish first.
+			Eventually(func() bool {
+				again := cur.DeepCopyObject().(client.Object)
+				err := k8s.Get(context.Background(), key, again)
+				return apierrors.IsNotFound(err) || (err == nil && again.GetDeletionTimestamp() == nil)
+			}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(BeTrue())
+			out, err := framework.RunLogged(kubectl, nil, "apply", "--server-side", "--force-conflicts", "-f", f)
+			Expect(err).NotTo(HaveOccurred(), out)
+		})
+	}
+}
+
+// migrateStorage runs `kubectl etcd migrate-storage` with the suite's (admin) rights after an upgrade from a release
+// that stored v1alpha1: before it the CRDs list both versions as stored, after it only v1beta1, and the rewrite
+// changed no field of c (its generation stays, the operator has nothing to do).
+func migrateStorage(c *etcdv1alpha1.EtcdCluster) {
+	for _, name := range kubectlplugin.MigratedCRDs {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, crd)).To(Succeed())
+		Expect(crd.Status.StoredVersions).To(Equal([]string{"v1alpha1", "v1beta1"}), name)
+		GinkgoWriter.Printf("%s: storedVersions before the migration %v\n", name, crd.Status.StoredVersions)
+	}
+	live := &etcdv1beta1.EtcdCluster{}
+	Expect(k8s.Get(ctx, client.ObjectKeyFromObject(c), live)).To(Succeed())
+	generation := live.Generation
+	start := time.Now()
+	var out bytes.Buffer
+	Expect(kubectlplugin.MigrateStorage(ctx, cfg, &out)).To(Succeed(), out.String())
+	framework.ReportDuration("kubectl etcd migrate-storage", time.Since(start))
+	GinkgoWriter.Print(out.String())
+	for _, name := range kubectlplugin.MigratedCRDs {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, crd)).To(Succeed())
+		Expect(crd.Status.StoredVersions).To(Equal([]string{"v1beta1"}), name)
+	}
+	// The rewrite changes no field: the operator sees nothing to do.
+	Expect(k8s.Get(ctx, client.ObjectKeyFromObject(c), live)).To(Succeed())
+	Expect(live.Generation).To(Equal(generation))
+	waitAvailable(c, time.Minute)
 }

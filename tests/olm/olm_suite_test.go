@@ -35,8 +35,8 @@ var (
 	olmNamespace    = framework.Env("OLM_NAMESPACE", "olm")
 	catalogSource   = framework.Env("OLM_CATALOG_SOURCE", "etcd-operator-catalog")
 	packageName     = framework.Env("OLM_PACKAGE", "etcd-operator")
-	currentVersion  = framework.Env("OLM_CURRENT_VERSION", "0.2.0")
-	previousVersion = framework.Env("OLM_PREVIOUS_VERSION", "0.1.0")
+	currentVersion  = framework.Env("OLM_CURRENT_VERSION", "0.3.0")
+	previousVersion = framework.Env("OLM_PREVIOUS_VERSION", "0.2.0")
 	etcdRepository  = framework.Env("OLM_ETCD_REPOSITORY", "localhost:5000/etcd")
 	etcdVersion     = framework.Env("OLM_ETCD_VERSION", "3.5.35")
 	operatorSDK     = os.Getenv("OPERATOR_SDK")
@@ -46,6 +46,10 @@ var (
 	// Namespaces where `make deploy` puts the operator: it must not run during this suite (two operators would
 	// reconcile the same clusters).
 	deployNamespace = framework.Env("OLM_DEPLOY_NAMESPACE", "etcd-operator-system")
+	// Each release's source tree (hack/olm/images.sh extracts them to build their images), and kustomize: the
+	// kustomize upgrade scenario deploys the previous release from its own config/.
+	releaseSources = os.Getenv("OLM_RELEASE_SOURCES")
+	kustomize      = os.Getenv("KUSTOMIZE")
 )
 
 const operatorDeployment = "etcd-operator-controller-manager"
@@ -96,10 +100,8 @@ var _ = BeforeSuite(func() {
 		// Wait until a namespace is gone: an operator watching all namespaces in a later spec would otherwise
 		// reconcile (and log about) this spec's clusters while their namespace terminates.
 		NamespacePrefix: "olm-", NamespaceGoneTimeout: 3 * time.Minute, Poll: time.Second,
-		// Pace the writer (it shares 2 cores with the node). The upgrade scenario's cluster is made by the
-		// previous release, so the writer dials the client Service's IP over plain HTTP.
+		// Pace the writer (it shares 2 cores with the node).
 		WritePause: 20 * time.Millisecond}
-	fw.EtcdClient = fw.ServiceIPClient
 
 	f, err := os.Open(imagesEnv)
 	Expect(err).NotTo(HaveOccurred(), "run hack/olm/images.sh (make olm-up) first")

@@ -4,8 +4,6 @@ package olm
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -13,14 +11,11 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	"github.com/seedops/etcd-operator/tests/framework"
@@ -36,57 +31,8 @@ var _ = Describe("OLM v1: a ClusterExtension from a ClusterCatalog", Ordered, La
 
 	BeforeAll(func() {
 		// OLM v1 never adopts objects it did not create: the bundle's cluster-scoped objects left by OLM v0 or
-		// `make deploy` (both CRDs, the admin/editor/viewer and metrics-reader ClusterRoles) have to go first. A CRD
-		// only when no object of its kind exists anywhere, since deleting it deletes them all. Each is put back (from
-		// bundle/) afterwards, as the other installs on the node expect them.
-		files, err := filepath.Glob("../../bundle/manifests/*.yaml")
-		Expect(err).NotTo(HaveOccurred())
-		for _, f := range files {
-			data, err := os.ReadFile(f)
-			Expect(err).NotTo(HaveOccurred())
-			obj := &unstructured.Unstructured{}
-			Expect(yaml.Unmarshal(data, &obj.Object)).To(Succeed(), f)
-			var cur client.Object
-			switch obj.GetKind() {
-			case "CustomResourceDefinition":
-				cur = &apiextensionsv1.CustomResourceDefinition{}
-			case "ClusterRole":
-				cur = &rbacv1.ClusterRole{}
-			default:
-				continue // namespaced (created in the install namespace) or the CSV
-			}
-			key := client.ObjectKey{Name: obj.GetName()}
-			if err := k8s.Get(ctx, key, cur); err != nil {
-				Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
-				continue
-			}
-			if crd, ok := cur.(*apiextensionsv1.CustomResourceDefinition); ok {
-				// Objects of an earlier suite's namespaces may still be going with their namespace.
-				Eventually(func(g Gomega) {
-					list := &unstructured.UnstructuredList{}
-					list.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group,
-						Version: crd.Spec.Versions[0].Name, Kind: crd.Spec.Names.ListKind})
-					g.Expect(k8s.List(ctx, list)).To(Succeed())
-					var left []string
-					for _, o := range list.Items {
-						left = append(left, o.GetNamespace()+"/"+o.GetName())
-					}
-					g.Expect(left).To(BeEmpty(), "%s exist on the node: OLM v1 cannot take over their CRD", crd.Spec.Names.Plural)
-				}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
-			}
-			Expect(k8s.Delete(ctx, cur)).To(Succeed())
-			fw.ExpectGone(cur.DeepCopyObject().(client.Object), 2*time.Minute)
-			DeferCleanup(func() {
-				// Uninstalling the ClusterExtension deletes what it installed: let that finish first.
-				Eventually(func() bool {
-					again := cur.DeepCopyObject().(client.Object)
-					err := k8s.Get(context.Background(), key, again)
-					return apierrors.IsNotFound(err) || (err == nil && again.GetDeletionTimestamp() == nil)
-				}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(BeTrue())
-				out, err := framework.RunLogged(kubectl, nil, "apply", "--server-side", "--force-conflicts", "-f", f)
-				Expect(err).NotTo(HaveOccurred(), out)
-			})
-		}
+		// `make deploy` (both CRDs, the admin/editor/viewer and metrics-reader ClusterRoles) have to go first.
+		removeBundleObjects("CustomResourceDefinition", "ClusterRole")
 		ns = fw.NewNamespace("olmv1")
 		// The cluster lives through the upgrade: its namespace is the container's (a namespace made in a spec goes
 		// when that spec ends).
@@ -215,6 +161,10 @@ var _ = Describe("OLM v1: a ClusterExtension from a ClusterCatalog", Ordered, La
 			g.Expect(cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Image).To(Equal(image("OPERATOR", currentVersion)))
 		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 		Expect(memberPods(c)).To(Equal(before))
+	})
+
+	It("migrates the stored objects to v1beta1 and trims the CRDs' storedVersions", func() {
+		migrateStorage(c)
 	})
 
 	It("removes the operator when the ClusterExtension is deleted", func() {

@@ -34,6 +34,7 @@ var _ = Describe("operator-sdk run bundle, bundle-upgrade and cleanup", Ordered,
 	BeforeAll(func() {
 		Expect(operatorSDK).NotTo(BeEmpty(), "set OPERATOR_SDK")
 		Expect(registryTLSBundle).NotTo(BeEmpty(), "set OLM_REGISTRY_TLS_BUNDLE")
+		removeBundleObjects("CustomResourceDefinition")
 		// operator-sdk's registry pod leaves its init container's security context empty: no restricted namespace.
 		ns = fw.NewUnrestrictedNamespace("sdk")
 		DeferCleanup(uninstall, ns)

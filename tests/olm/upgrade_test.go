@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/tests/framework"
 )
 
@@ -73,6 +74,7 @@ var _ = Describe("Upgrade through OLM with manual approval", Ordered, Label("upg
 	previousCSV, currentCSV := csvName(previousVersion), csvName(currentVersion)
 
 	BeforeAll(func() {
+		removeBundleObjects("CustomResourceDefinition")
 		ns = fw.NewNamespace("upgrade")
 		sub = install(ns, []string{ns}, previousCSV, operatorsv1alpha1.ApprovalManual)
 	})
@@ -86,7 +88,7 @@ var _ = Describe("Upgrade through OLM with manual approval", Ordered, Label("upg
 	It("runs a 3-member EtcdCluster that takes writes", func() {
 		c = newCluster(ns, "upgrade", 3)
 		waitAvailable(c, 5*time.Minute)
-		w = fw.StartWriter(c, "upgrade")
+		w = fw.StartWriter(current(c), "upgrade")
 		w.WaitProgress(50, time.Minute)
 		before = memberPods(c)
 		Expect(before).To(HaveLen(3))
@@ -136,11 +138,35 @@ var _ = Describe("Upgrade through OLM with manual approval", Ordered, Label("upg
 		w.WaitProgress(50, time.Minute)
 	})
 
-	It("keeps every acknowledged key", func() {
-		w.StopAndVerify(c)
+	It("serves the cluster written through v1alpha1 as the same object through v1beta1, and takes writes through either", func() {
+		old, cur := &etcdv1alpha1.EtcdCluster{}, &etcdv1beta1.EtcdCluster{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(c), old)).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(c), cur)).To(Succeed())
+		asCurrent := &etcdv1beta1.EtcdCluster{}
+		sameFields(old, asCurrent)
+		Expect(asCurrent.Spec).To(Equal(cur.Spec))
+		Expect(asCurrent.Status).To(Equal(cur.Status))
+		// A label written through each version reads back through the other.
+		for version, obj := range map[string]client.Object{"v1alpha1": old, "v1beta1": cur} {
+			patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+			obj.SetLabels(map[string]string{"example.com/written-through-" + version: "true"})
+			Expect(k8s.Patch(ctx, obj, patch)).To(Succeed())
+		}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(c), old)).To(Succeed())
+		Expect(old.Labels).To(HaveKey("example.com/written-through-v1beta1"))
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(c), cur)).To(Succeed())
+		Expect(cur.Labels).To(HaveKey("example.com/written-through-v1alpha1"))
 	})
 
-	It("did not restart or recreate etcd pods (0.1.0 and 0.2.0 build the same member pods)", func() {
+	It("migrates the stored objects to v1beta1 and trims the CRDs' storedVersions, with the user's rights", func() {
+		migrateStorage(c)
+	})
+
+	It("keeps every acknowledged key", func() {
+		w.StopAndVerify(current(c))
+	})
+
+	It("did not restart or recreate etcd pods (the previous and current releases build the same member pods)", func() {
 		Expect(memberPods(c)).To(Equal(before))
 		sts := &appsv1.StatefulSet{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Name}, sts)).To(Succeed())

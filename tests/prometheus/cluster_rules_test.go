@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/seedops/etcd-operator/api/v1alpha1"
+	"github.com/seedops/etcd-operator/api/v1beta1"
 	alertrules "github.com/seedops/etcd-operator/config/prometheus"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
@@ -21,7 +21,7 @@ func clusterRule(t *testing.T, namespace, name string) *unstructured.Unstructure
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &v1alpha1.EtcdCluster{}
+	c := &v1beta1.EtcdCluster{}
 	c.Namespace, c.Name = namespace, name
 	return resources.PrometheusRule(c, groups)
 }

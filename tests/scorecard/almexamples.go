@@ -12,7 +12,7 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 )
 
 // ALMExamplesAnnotation is the CSV annotation holding the example custom resources OLM shows to users.
@@ -20,8 +20,8 @@ const ALMExamplesAnnotation = "alm-examples"
 
 // The kinds the tests create.
 var (
-	EtcdClusterGVK = etcdv1alpha1.GroupVersion.WithKind("EtcdCluster")
-	EtcdBackupGVK  = etcdv1alpha1.GroupVersion.WithKind("EtcdBackup")
+	EtcdClusterGVK = etcdv1beta1.GroupVersion.WithKind("EtcdCluster")
+	EtcdBackupGVK  = etcdv1beta1.GroupVersion.WithKind("EtcdBackup")
 )
 
 // LoadCSV reads the bundle directory (the scorecard untars the bundle at /bundle) and returns its CSV.
@@ -38,8 +38,8 @@ func LoadCSV(dir string) (*operatorsv1alpha1.ClusterServiceVersion, error) {
 
 // Examples are the CSV's alm-examples of the project's kinds, in their order.
 type Examples struct {
-	Clusters []etcdv1alpha1.EtcdCluster
-	Backups  []etcdv1alpha1.EtcdBackup
+	Clusters []etcdv1beta1.EtcdCluster
+	Backups  []etcdv1beta1.EtcdBackup
 }
 
 // ParseExamples reads the CSV's alm-examples. Examples of other kinds are skipped; an example with a field
@@ -73,10 +73,10 @@ func ParseExamples(csv *operatorsv1alpha1.ClusterServiceVersion) (Examples, erro
 		var into any
 		switch gv.WithKind(tm.Kind) {
 		case EtcdClusterGVK:
-			out.Clusters = append(out.Clusters, etcdv1alpha1.EtcdCluster{})
+			out.Clusters = append(out.Clusters, etcdv1beta1.EtcdCluster{})
 			into = &out.Clusters[len(out.Clusters)-1]
 		case EtcdBackupGVK:
-			out.Backups = append(out.Backups, etcdv1alpha1.EtcdBackup{})
+			out.Backups = append(out.Backups, etcdv1beta1.EtcdBackup{})
 			into = &out.Backups[len(out.Backups)-1]
 		default:
 			continue
@@ -97,7 +97,7 @@ func ParseExamples(csv *operatorsv1alpha1.ClusterServiceVersion) (Examples, erro
 }
 
 // RestoresFrom is the EtcdBackup a cluster bootstraps from, if any.
-func RestoresFrom(c *etcdv1alpha1.EtcdCluster) string {
+func RestoresFrom(c *etcdv1beta1.EtcdCluster) string {
 	if c.Spec.Bootstrap == nil || c.Spec.Bootstrap.FromBackup == nil {
 		return ""
 	}
@@ -105,19 +105,19 @@ func RestoresFrom(c *etcdv1alpha1.EtcdCluster) string {
 }
 
 // Plain is the first cluster example that starts empty (restoring ones need a backup first).
-func (x Examples) Plain() (etcdv1alpha1.EtcdCluster, bool) {
+func (x Examples) Plain() (etcdv1beta1.EtcdCluster, bool) {
 	for _, c := range x.Clusters {
 		if c.Spec.Bootstrap == nil {
 			return c, true
 		}
 	}
-	return etcdv1alpha1.EtcdCluster{}, false
+	return etcdv1beta1.EtcdCluster{}, false
 }
 
 // ForTest turns an example into an object to create: in namespace ns, named by the API server from the
 // example's name (so runs never collide), without status, and labelled as the scorecard's.
-func ForTest(example etcdv1alpha1.EtcdCluster, ns, test string) *etcdv1alpha1.EtcdCluster {
-	c := &etcdv1alpha1.EtcdCluster{}
+func ForTest(example etcdv1beta1.EtcdCluster, ns, test string) *etcdv1beta1.EtcdCluster {
+	c := &etcdv1beta1.EtcdCluster{}
 	c.APIVersion, c.Kind = EtcdClusterGVK.ToAPIVersionAndKind()
 	c.Namespace = ns
 	c.GenerateName = example.Name + "-"
@@ -132,8 +132,8 @@ func ForTest(example etcdv1alpha1.EtcdCluster, ns, test string) *etcdv1alpha1.Et
 }
 
 // BackupForTest is ForTest for an EtcdBackup example, backing up the (already created) cluster.
-func BackupForTest(example etcdv1alpha1.EtcdBackup, ns, test, cluster string) *etcdv1alpha1.EtcdBackup {
-	b := &etcdv1alpha1.EtcdBackup{}
+func BackupForTest(example etcdv1beta1.EtcdBackup, ns, test, cluster string) *etcdv1beta1.EtcdBackup {
+	b := &etcdv1beta1.EtcdBackup{}
 	b.APIVersion, b.Kind = EtcdBackupGVK.ToAPIVersionAndKind()
 	b.Namespace = ns
 	b.GenerateName = example.Name + "-"

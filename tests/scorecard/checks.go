@@ -7,20 +7,20 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 )
 
 // A Check tells whether a cluster reached a state, and if not, why not (the reason ends up in the test's
 // errors when the wait times out).
-type Check func(c *etcdv1alpha1.EtcdCluster) (ok bool, why string)
+type Check func(c *etcdv1beta1.EtcdCluster) (ok bool, why string)
 
 // Available: the operator has seen the current spec, reports Available=True, and every replica is ready.
-func Available(c *etcdv1alpha1.EtcdCluster) (bool, string) {
+func Available(c *etcdv1beta1.EtcdCluster) (bool, string) {
 	if c.Status.ObservedGeneration != c.Generation {
 		return false, fmt.Sprintf("status is of generation %d, spec is generation %d",
 			c.Status.ObservedGeneration, c.Generation)
 	}
-	cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable)
+	cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1beta1.ConditionAvailable)
 	if cond == nil {
 		return false, "no Available condition yet" + describeConditions(c)
 	}
@@ -36,7 +36,7 @@ func Available(c *etcdv1alpha1.EtcdCluster) (bool, string) {
 // VotingMembers: Available with exactly n replicas, and etcd (through status.members) reports n members,
 // every one healthy, known to the operator and a voter (not a learner).
 func VotingMembers(n int32) Check {
-	return func(c *etcdv1alpha1.EtcdCluster) (bool, string) {
+	return func(c *etcdv1beta1.EtcdCluster) (bool, string) {
 		if c.Spec.Replicas != n {
 			return false, fmt.Sprintf("spec.replicas is %d, want %d", c.Spec.Replicas, n)
 		}
@@ -65,10 +65,10 @@ func VotingMembers(n int32) Check {
 	}
 }
 
-func describeConditions(c *etcdv1alpha1.EtcdCluster) string {
+func describeConditions(c *etcdv1beta1.EtcdCluster) string {
 	var parts []string
 	for _, cond := range c.Status.Conditions {
-		if cond.Type == etcdv1alpha1.ConditionAvailable {
+		if cond.Type == etcdv1beta1.ConditionAvailable {
 			continue
 		}
 		parts = append(parts, fmt.Sprintf("%s=%s (%s: %s)", cond.Type, cond.Status, cond.Reason, cond.Message))
@@ -79,7 +79,7 @@ func describeConditions(c *etcdv1alpha1.EtcdCluster) string {
 	return "; " + strings.Join(parts, "; ")
 }
 
-func describeMembers(ms []etcdv1alpha1.MemberStatus) string {
+func describeMembers(ms []etcdv1beta1.MemberStatus) string {
 	if len(ms) == 0 {
 		return "none"
 	}
@@ -111,11 +111,11 @@ func describeMembers(ms []etcdv1alpha1.MemberStatus) string {
 // and so is Succeeded without those: both end the wait with an error. The revision is not checked here: a
 // snapshot of a cluster nobody wrote to holds revision 0 (etcd's snapshot status); backup-taken writes first
 // and checks that the snapshot covers the write.
-func BackupSucceeded(b *etcdv1alpha1.EtcdBackup) (bool, string, error) {
+func BackupSucceeded(b *etcdv1beta1.EtcdBackup) (bool, string, error) {
 	switch b.Status.Phase {
-	case etcdv1alpha1.BackupFailed:
+	case etcdv1beta1.BackupFailed:
 		return false, "", fmt.Errorf("backup Failed: %s", b.Status.Error)
-	case etcdv1alpha1.BackupSucceeded:
+	case etcdv1beta1.BackupSucceeded:
 		var missing []string
 		if b.Status.Location == "" {
 			missing = append(missing, "no status.location")

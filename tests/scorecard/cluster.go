@@ -23,7 +23,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 )
 
 // Labels the operator puts on every object of a cluster (internal/resources): they select a cluster's pods
@@ -51,7 +51,7 @@ func NewClient(cfg *rest.Config) (client.WithWatch, error) {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	if err := etcdv1alpha1.AddToScheme(scheme); err != nil {
+	if err := etcdv1beta1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	return client.NewWithWatch(cfg, client.Options{Scheme: scheme})
@@ -68,14 +68,14 @@ func (e *Env) Create(ctx context.Context, obj client.Object) error {
 	e.created = append(e.created, obj)
 	e.mu.Unlock()
 	switch o := obj.(type) {
-	case *etcdv1alpha1.EtcdCluster:
+	case *etcdv1beta1.EtcdCluster:
 		from := ""
 		if b := RestoresFrom(o); b != "" {
 			from = ", restoring EtcdBackup " + b
 		}
 		e.Result.Logf("created EtcdCluster %s (etcd %s, %d replicas, repository %q%s)",
 			o.Name, o.Spec.Version, o.Spec.Replicas, o.Spec.Repository, from)
-	case *etcdv1alpha1.EtcdBackup:
+	case *etcdv1beta1.EtcdBackup:
 		e.Result.Logf("created EtcdBackup %s of EtcdCluster %s", o.Name, o.Spec.ClusterName)
 	}
 	return nil
@@ -83,9 +83,9 @@ func (e *Env) Create(ctx context.Context, obj client.Object) error {
 
 func kindOf(obj client.Object) string {
 	switch obj.(type) {
-	case *etcdv1alpha1.EtcdCluster:
+	case *etcdv1beta1.EtcdCluster:
 		return "EtcdCluster"
-	case *etcdv1alpha1.EtcdBackup:
+	case *etcdv1beta1.EtcdBackup:
 		return "EtcdBackup"
 	}
 	return fmt.Sprintf("%T", obj)
@@ -94,14 +94,14 @@ func kindOf(obj client.Object) string {
 // newList is the list type of a created object's kind, for list/watch.
 func newList(obj client.Object) client.ObjectList {
 	switch obj.(type) {
-	case *etcdv1alpha1.EtcdBackup:
-		return &etcdv1alpha1.EtcdBackupList{}
+	case *etcdv1beta1.EtcdBackup:
+		return &etcdv1beta1.EtcdBackupList{}
 	}
-	return &etcdv1alpha1.EtcdClusterList{}
+	return &etcdv1beta1.EtcdClusterList{}
 }
 
 // Scale sets spec.replicas with a merge patch, as `kubectl scale` or a user's edit would.
-func (e *Env) Scale(ctx context.Context, c *etcdv1alpha1.EtcdCluster, replicas int32) error {
+func (e *Env) Scale(ctx context.Context, c *etcdv1beta1.EtcdCluster, replicas int32) error {
 	patch := client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, replicas))
 	if err := e.Client.Patch(ctx, c, patch); err != nil {
 		return fmt.Errorf("scaling %s to %d: %w", c.Name, replicas, err)
@@ -112,8 +112,8 @@ func (e *Env) Scale(ctx context.Context, c *etcdv1alpha1.EtcdCluster, replicas i
 
 // WaitFor watches the cluster until check passes or timeout. On failure it records an error that says
 // what was last seen and why that was not enough, plus what the cluster's pods and events say.
-func (e *Env) WaitFor(ctx context.Context, c *etcdv1alpha1.EtcdCluster, what string, check Check, timeout time.Duration) bool {
-	return waitFor(ctx, e, c, what, func(c *etcdv1alpha1.EtcdCluster) (bool, string, error) {
+func (e *Env) WaitFor(ctx context.Context, c *etcdv1beta1.EtcdCluster, what string, check Check, timeout time.Duration) bool {
+	return waitFor(ctx, e, c, what, func(c *etcdv1beta1.EtcdCluster) (bool, string, error) {
 		ok, why := check(c)
 		return ok, why, nil
 	}, c.Name, timeout)
@@ -121,9 +121,9 @@ func (e *Env) WaitFor(ctx context.Context, c *etcdv1alpha1.EtcdCluster, what str
 
 // WaitForBackup watches the backup until it Succeeded (with location, size and revision), Failed, or
 // timeout; the cluster's pods and events are described on failure.
-func (e *Env) WaitForBackup(ctx context.Context, b *etcdv1alpha1.EtcdBackup, timeout time.Duration) (*etcdv1alpha1.EtcdBackup, bool) {
-	var last *etcdv1alpha1.EtcdBackup
-	ok := waitFor(ctx, e, b, "Succeeded", func(b *etcdv1alpha1.EtcdBackup) (bool, string, error) {
+func (e *Env) WaitForBackup(ctx context.Context, b *etcdv1beta1.EtcdBackup, timeout time.Duration) (*etcdv1beta1.EtcdBackup, bool) {
+	var last *etcdv1beta1.EtcdBackup
+	ok := waitFor(ctx, e, b, "Succeeded", func(b *etcdv1beta1.EtcdBackup) (bool, string, error) {
 		last = b
 		return BackupSucceeded(b)
 	}, b.Spec.ClusterName, timeout)
@@ -227,7 +227,7 @@ func (e *Env) delete(ctx context.Context, obj client.Object, timeout time.Durati
 		e.Result.Errorf("%s: %s not gone after %s: %v", name, kind, time.Since(start).Round(time.Second), err)
 		return
 	}
-	c, ok := obj.(*etcdv1alpha1.EtcdCluster)
+	c, ok := obj.(*etcdv1beta1.EtcdCluster)
 	if !ok {
 		e.Result.Logf("%s: deleted after %.1fs", name, time.Since(start).Seconds())
 		return

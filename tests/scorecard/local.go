@@ -7,7 +7,7 @@ import (
 
 	"github.com/operator-framework/api/pkg/apis/scorecard/v1alpha3"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
@@ -33,7 +33,7 @@ func LocalConfig(cfg v1alpha3.Configuration, images map[string]string) (v1alpha3
 // DefaultRepositoryVersions are the etcd versions, sorted and once each, of the examples that use the
 // default image repository (set, or left empty for the API server to default): the images a disconnected
 // install has to mirror.
-func DefaultRepositoryVersions(examples []etcdv1alpha1.EtcdCluster) []string {
+func DefaultRepositoryVersions(examples []etcdv1beta1.EtcdCluster) []string {
 	var out []string
 	for _, c := range examples {
 		if c.Spec.Repository != "" && c.Spec.Repository != resources.DefaultRepository {

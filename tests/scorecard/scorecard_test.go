@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 )
 
 func csvWithExamples(examples string) *operatorsv1alpha1.ClusterServiceVersion {
@@ -27,14 +27,14 @@ func csvWithExamples(examples string) *operatorsv1alpha1.ClusterServiceVersion {
 
 func TestParseExamples(t *testing.T) {
 	x, err := ParseExamples(csvWithExamples(`[
-	  {"apiVersion": "etcd.seedops.io/v1alpha1", "kind": "EtcdCluster", "metadata": {"name": "a", "labels": {"x": "y"}},
+	  {"apiVersion": "etcd.seedops.io/v1beta1", "kind": "EtcdCluster", "metadata": {"name": "a", "labels": {"x": "y"}},
 	   "spec": {"version": "3.5.9", "replicas": 3, "storageSize": "10Gi", "backupSchedule": "0 2 * * *"}},
-	  {"apiVersion": "etcd.seedops.io/v1alpha1", "kind": "EtcdBackup", "metadata": {"name": "a-backup"}, "spec": {"clusterName": "a"}},
-	  {"apiVersion": "etcd.seedops.io/v1alpha1", "kind": "EtcdRestore", "metadata": {"name": "other-kind"}, "spec": {}},
+	  {"apiVersion": "etcd.seedops.io/v1beta1", "kind": "EtcdBackup", "metadata": {"name": "a-backup"}, "spec": {"clusterName": "a"}},
+	  {"apiVersion": "etcd.seedops.io/v1beta1", "kind": "EtcdRestore", "metadata": {"name": "other-kind"}, "spec": {}},
 	  {"apiVersion": "other.example.com/v1", "kind": "EtcdCluster", "metadata": {"name": "other-group"}},
-	  {"apiVersion": "etcd.seedops.io/v1alpha1", "kind": "EtcdCluster", "metadata": {"name": "b"},
+	  {"apiVersion": "etcd.seedops.io/v1beta1", "kind": "EtcdCluster", "metadata": {"name": "b"},
 	   "spec": {"version": "3.6.16", "replicas": 5, "backup": {"s3": {"endpoint": "https://s3", "bucket": "x", "credentialsSecretName": "c"}}}},
-	  {"apiVersion": "etcd.seedops.io/v1alpha1", "kind": "EtcdCluster", "metadata": {"name": "r"},
+	  {"apiVersion": "etcd.seedops.io/v1beta1", "kind": "EtcdCluster", "metadata": {"name": "r"},
 	   "spec": {"version": "3.5.9", "bootstrap": {"fromBackup": {"backupName": "a-backup"}}}}
 	]`))
 	if err != nil {
@@ -73,16 +73,16 @@ func TestEtcdClusterExamplesErrors(t *testing.T) {
 		"no annotation":  {nil, "has no alm-examples annotation"},
 		"empty":          {map[string]string{ALMExamplesAnnotation: ""}, "has no alm-examples annotation"},
 		"not an array":   {map[string]string{ALMExamplesAnnotation: `{"kind": "EtcdCluster"}`}, "not a JSON array"},
-		"no EtcdCluster": {map[string]string{ALMExamplesAnnotation: `[]`}, "has no etcd.seedops.io/v1alpha1, Kind=EtcdCluster"},
+		"no EtcdCluster": {map[string]string{ALMExamplesAnnotation: `[]`}, "has no etcd.seedops.io/v1beta1, Kind=EtcdCluster"},
 		// A misspelt field would be dropped by the API server: the example would not do what it shows.
-		"unknown field": {map[string]string{ALMExamplesAnnotation: `[{"apiVersion": "etcd.seedops.io/v1alpha1", "kind": "EtcdCluster",
+		"unknown field": {map[string]string{ALMExamplesAnnotation: `[{"apiVersion": "etcd.seedops.io/v1beta1", "kind": "EtcdCluster",
 		  "metadata": {"name": "a"}, "spec": {"version": "3.5.9", "replica": 3}}]`}, `unknown field "replica"`},
-		"no name": {map[string]string{ALMExamplesAnnotation: `[{"apiVersion": "etcd.seedops.io/v1alpha1", "kind": "EtcdCluster",
+		"no name": {map[string]string{ALMExamplesAnnotation: `[{"apiVersion": "etcd.seedops.io/v1beta1", "kind": "EtcdCluster",
 		  "spec": {"version": "3.5.9"}}]`}, "has no metadata.name"},
-		"unknown backup field": {map[string]string{ALMExamplesAnnotation: `[{"apiVersion": "etcd.seedops.io/v1alpha1", "kind": "EtcdBackup",
+		"unknown backup field": {map[string]string{ALMExamplesAnnotation: `[{"apiVersion": "etcd.seedops.io/v1beta1", "kind": "EtcdBackup",
 		  "metadata": {"name": "b"}, "spec": {"cluster": "a"}}]`}, `unknown field "cluster"`},
-		"only backups": {map[string]string{ALMExamplesAnnotation: `[{"apiVersion": "etcd.seedops.io/v1alpha1", "kind": "EtcdBackup",
-		  "metadata": {"name": "b"}, "spec": {"clusterName": "a"}}]`}, "has no etcd.seedops.io/v1alpha1, Kind=EtcdCluster"},
+		"only backups": {map[string]string{ALMExamplesAnnotation: `[{"apiVersion": "etcd.seedops.io/v1beta1", "kind": "EtcdBackup",
+		  "metadata": {"name": "b"}, "spec": {"clusterName": "a"}}]`}, "has no etcd.seedops.io/v1beta1, Kind=EtcdCluster"},
 		"bad apiVersion": {map[string]string{ALMExamplesAnnotation: `[{"apiVersion": "a/b/c", "kind": "EtcdCluster"}]`}, `apiVersion "a/b/c"`},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -108,15 +108,15 @@ func TestBundleExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	examples := x.Clusters
-	b, err := os.ReadFile("../../config/samples/etcd_v1alpha1_etcdcluster.yaml")
+	b, err := os.ReadFile("../../config/samples/etcd_v1beta1_etcdcluster.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sample etcdv1alpha1.EtcdCluster
+	var sample etcdv1beta1.EtcdCluster
 	if err := yaml.UnmarshalStrict(b, &sample); err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(examples, func(c etcdv1alpha1.EtcdCluster) bool { return c.Name == sample.Name })
+	i := slices.IndexFunc(examples, func(c etcdv1beta1.EtcdCluster) bool { return c.Name == sample.Name })
 	if i < 0 {
 		t.Fatalf("the bundle's alm-examples lack the sample %s", sample.Name)
 	}
@@ -126,11 +126,11 @@ func TestBundleExamples(t *testing.T) {
 }
 
 func TestForTest(t *testing.T) {
-	ex := etcdv1alpha1.EtcdCluster{
+	ex := etcdv1beta1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd", Namespace: "elsewhere", Labels: map[string]string{"team": "a"},
 			ResourceVersion: "12", UID: "u"},
-		Spec:   etcdv1alpha1.EtcdClusterSpec{Version: "3.5.9", Replicas: 3, StorageSize: resource.MustParse("10Gi")},
-		Status: etcdv1alpha1.EtcdClusterStatus{Phase: etcdv1alpha1.PhaseRunning},
+		Spec:   etcdv1beta1.EtcdClusterSpec{Version: "3.5.9", Replicas: 3, StorageSize: resource.MustParse("10Gi")},
+		Status: etcdv1beta1.EtcdClusterStatus{Phase: etcdv1beta1.PhaseRunning},
 	}
 	c := ForTest(ex, "scorecard", "alm-example-available")
 	if c.Name != "" || c.GenerateName != "prod-etcd-" || c.Namespace != "scorecard" || c.ResourceVersion != "" || c.UID != "" {
@@ -142,7 +142,7 @@ func TestForTest(t *testing.T) {
 	if c.Status.Phase != "" || c.Spec.Version != "3.5.9" || c.Spec.Replicas != 3 {
 		t.Errorf("spec %+v status %+v: want the example's spec and no status", c.Spec, c.Status)
 	}
-	if c.APIVersion != "etcd.seedops.io/v1alpha1" || c.Kind != "EtcdCluster" {
+	if c.APIVersion != "etcd.seedops.io/v1beta1" || c.Kind != "EtcdCluster" {
 		t.Errorf("type %s %s", c.APIVersion, c.Kind)
 	}
 	c.Labels["team"] = "b"
@@ -152,8 +152,8 @@ func TestForTest(t *testing.T) {
 	}
 }
 
-func cluster(gen, observed int64, replicas, ready int32, available metav1.ConditionStatus, members ...etcdv1alpha1.MemberStatus) *etcdv1alpha1.EtcdCluster {
-	c := &etcdv1alpha1.EtcdCluster{}
+func cluster(gen, observed int64, replicas, ready int32, available metav1.ConditionStatus, members ...etcdv1beta1.MemberStatus) *etcdv1beta1.EtcdCluster {
+	c := &etcdv1beta1.EtcdCluster{}
 	c.Name = "c"
 	c.Generation = gen
 	c.Spec.Replicas = replicas
@@ -162,20 +162,20 @@ func cluster(gen, observed int64, replicas, ready int32, available metav1.Condit
 	c.Status.Members = members
 	if available != "" {
 		c.Status.Conditions = []metav1.Condition{
-			{Type: etcdv1alpha1.ConditionAvailable, Status: available, Reason: "R", Message: "m"},
-			{Type: etcdv1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: "Scaling", Message: "adding c-3"},
+			{Type: etcdv1beta1.ConditionAvailable, Status: available, Reason: "R", Message: "m"},
+			{Type: etcdv1beta1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: "Scaling", Message: "adding c-3"},
 		}
 	}
 	return c
 }
 
-func voter(name string) etcdv1alpha1.MemberStatus {
-	return etcdv1alpha1.MemberStatus{Name: name, ID: "id-" + name, Healthy: true}
+func voter(name string) etcdv1beta1.MemberStatus {
+	return etcdv1beta1.MemberStatus{Name: name, ID: "id-" + name, Healthy: true}
 }
 
 func TestAvailable(t *testing.T) {
 	for name, tc := range map[string]struct {
-		c    *etcdv1alpha1.EtcdCluster
+		c    *etcdv1beta1.EtcdCluster
 		ok   bool
 		want string
 	}{
@@ -201,9 +201,9 @@ func TestVotingMembers(t *testing.T) {
 	sick.Healthy = false
 	unknown := voter("c-4")
 	unknown.Unknown = true
-	five := []etcdv1alpha1.MemberStatus{voter("c-0"), voter("c-1"), voter("c-2"), voter("c-3"), voter("c-4")}
+	five := []etcdv1beta1.MemberStatus{voter("c-0"), voter("c-1"), voter("c-2"), voter("c-3"), voter("c-4")}
 	for name, tc := range map[string]struct {
-		c    *etcdv1alpha1.EtcdCluster
+		c    *etcdv1beta1.EtcdCluster
 		n    int32
 		ok   bool
 		want string
@@ -398,10 +398,10 @@ func TestLocalConfig(t *testing.T) {
 }
 
 func TestDefaultRepositoryVersions(t *testing.T) {
-	ex := func(repo, version string) etcdv1alpha1.EtcdCluster {
-		return etcdv1alpha1.EtcdCluster{Spec: etcdv1alpha1.EtcdClusterSpec{Repository: repo, Version: version}}
+	ex := func(repo, version string) etcdv1beta1.EtcdCluster {
+		return etcdv1beta1.EtcdCluster{Spec: etcdv1beta1.EtcdClusterSpec{Repository: repo, Version: version}}
 	}
-	got := DefaultRepositoryVersions([]etcdv1alpha1.EtcdCluster{
+	got := DefaultRepositoryVersions([]etcdv1beta1.EtcdCluster{
 		ex("", "3.5.9"), ex("gcr.io/etcd-development/etcd", "3.5.9"), ex("gcr.io/etcd-development/etcd", "3.6.16"),
 		ex("registry.example.com/etcd", "3.5.1"),
 	})
@@ -411,8 +411,8 @@ func TestDefaultRepositoryVersions(t *testing.T) {
 }
 
 func TestBackupForTest(t *testing.T) {
-	ex := etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd-before-upgrade", ResourceVersion: "3"},
-		Spec: etcdv1alpha1.EtcdBackupSpec{ClusterName: "prod-etcd"}}
+	ex := etcdv1beta1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd-before-upgrade", ResourceVersion: "3"},
+		Spec: etcdv1beta1.EtcdBackupSpec{ClusterName: "prod-etcd"}}
 	b := BackupForTest(ex, "scorecard", "backup-taken", "prod-etcd-x7k2p")
 	if b.GenerateName != "prod-etcd-before-upgrade-" || b.Name != "" || b.Namespace != "scorecard" || b.ResourceVersion != "" ||
 		b.Spec.ClusterName != "prod-etcd-x7k2p" || b.Labels[TestLabel] != "backup-taken" || b.Kind != "EtcdBackup" {
@@ -424,25 +424,25 @@ func TestBackupForTest(t *testing.T) {
 }
 
 func TestBackupSucceeded(t *testing.T) {
-	backup := func(phase etcdv1alpha1.BackupPhase, location string, size, rev int64, errMsg string) *etcdv1alpha1.EtcdBackup {
-		b := &etcdv1alpha1.EtcdBackup{}
-		b.Status = etcdv1alpha1.EtcdBackupStatus{Phase: phase, Location: location, SizeBytes: size, Revision: rev, Error: errMsg}
+	backup := func(phase etcdv1beta1.BackupPhase, location string, size, rev int64, errMsg string) *etcdv1beta1.EtcdBackup {
+		b := &etcdv1beta1.EtcdBackup{}
+		b.Status = etcdv1beta1.EtcdBackupStatus{Phase: phase, Location: location, SizeBytes: size, Revision: rev, Error: errMsg}
 		return b
 	}
 	for name, tc := range map[string]struct {
-		b       *etcdv1alpha1.EtcdBackup
+		b       *etcdv1beta1.EtcdBackup
 		ok      bool
 		why     string
 		wantErr string
 	}{
 		"new":       {backup("", "", 0, 0, ""), false, "no phase yet", ""},
-		"waiting":   {backup(etcdv1alpha1.BackupPending, "", 0, 0, "EtcdCluster c not found in namespace n"), false, "Pending (EtcdCluster c not found", ""},
-		"running":   {backup(etcdv1alpha1.BackupRunning, "", 0, 0, ""), false, "Running", ""},
-		"failed":    {backup(etcdv1alpha1.BackupFailed, "", 0, 0, "context deadline exceeded"), false, "", "backup Failed: context deadline exceeded"},
-		"succeeded": {backup(etcdv1alpha1.BackupSucceeded, "pvc://c-backups/n/c/c.db", 20480, 7, ""), true, "", ""},
+		"waiting":   {backup(etcdv1beta1.BackupPending, "", 0, 0, "EtcdCluster c not found in namespace n"), false, "Pending (EtcdCluster c not found", ""},
+		"running":   {backup(etcdv1beta1.BackupRunning, "", 0, 0, ""), false, "Running", ""},
+		"failed":    {backup(etcdv1beta1.BackupFailed, "", 0, 0, "context deadline exceeded"), false, "", "backup Failed: context deadline exceeded"},
+		"succeeded": {backup(etcdv1beta1.BackupSucceeded, "pvc://c-backups/n/c/c.db", 20480, 7, ""), true, "", ""},
 		// An empty cluster's snapshot holds revision 0.
-		"succeeded, empty cluster": {backup(etcdv1alpha1.BackupSucceeded, "pvc://c-backups/n/c/c.db", 20512, 0, ""), true, "", ""},
-		"succeeded without results": {backup(etcdv1alpha1.BackupSucceeded, "", 0, 0, ""), false, "",
+		"succeeded, empty cluster": {backup(etcdv1beta1.BackupSucceeded, "pvc://c-backups/n/c/c.db", 20512, 0, ""), true, "", ""},
+		"succeeded without results": {backup(etcdv1beta1.BackupSucceeded, "", 0, 0, ""), false, "",
 			"backup Succeeded but no status.location, status.sizeBytes 0"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/etcd"
 )
 
@@ -68,7 +68,7 @@ func ALMExampleAvailable(ctx context.Context, env *Env, x Examples, t Timeouts) 
 	var wg sync.WaitGroup
 	clusters := map[string]string{} // example name -> created name
 	backups := map[string]string{}
-	waitAvailable := func(c *etcdv1alpha1.EtcdCluster, timeout time.Duration) {
+	waitAvailable := func(c *etcdv1beta1.EtcdCluster, timeout time.Duration) {
 		wg.Go(func() { env.WaitFor(ctx, c, "Available with every replica ready", Available, timeout) })
 	}
 	for _, ex := range x.Clusters {
@@ -162,11 +162,11 @@ func ScaleUpDown(ctx context.Context, env *Env, x Examples, t Timeouts) {
 // that includes the write.
 func BackupTaken(ctx context.Context, env *Env, x Examples, t Timeouts) {
 	ex, ok := x.Plain()
-	backup := etcdv1alpha1.EtcdBackup{}
+	backup := etcdv1beta1.EtcdBackup{}
 	backup.Name = "backup"
 	if len(x.Backups) > 0 {
 		backup = x.Backups[0]
-		if i := slices.IndexFunc(x.Clusters, func(c etcdv1alpha1.EtcdCluster) bool { return c.Name == backup.Spec.ClusterName }); i >= 0 &&
+		if i := slices.IndexFunc(x.Clusters, func(c etcdv1beta1.EtcdCluster) bool { return c.Name == backup.Spec.ClusterName }); i >= 0 &&
 			x.Clusters[i].Spec.Bootstrap == nil {
 			ex, ok = x.Clusters[i], true
 		}
@@ -183,7 +183,7 @@ func BackupTaken(ctx context.Context, env *Env, x Examples, t Timeouts) {
 	if !env.WaitFor(ctx, c, "Available with every replica ready", Available, t.Available) {
 		return
 	}
-	cur := &etcdv1alpha1.EtcdCluster{}
+	cur := &etcdv1beta1.EtcdCluster{}
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), cur); err != nil {
 		env.Result.Errorf("reading %s: %v", c.Name, err)
 		return

@@ -47,7 +47,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/memlimit"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
@@ -59,7 +59,7 @@ var maxConcurrentReconciles = 4
 
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(etcdv1alpha1.AddToScheme(scheme))
+	utilruntime.Must(etcdv1beta1.AddToScheme(scheme))
 }
 
 // Result is one run's figures.
@@ -268,7 +268,7 @@ func run(ctx context.Context, idx, nClusters, nUnrelated, nNS int, rest time.Dur
 	before, _ = op.stats()
 	start = time.Now()
 	if err := parallel(nClusters, func(i int) error {
-		cl := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: nss[i%nNS], Name: clusterName(i)}}
+		cl := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: nss[i%nNS], Name: clusterName(i)}}
 		return c.Patch(ctx, cl, client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"annotations":{"bench/touch":"1"}}}`)))
 	}); err != nil {
 		return res, err
@@ -325,10 +325,10 @@ func mib(b int64) float64 { return float64(b) / (1 << 20) }
 func clusterName(i int) string { return fmt.Sprintf("bench-%04d", i) }
 
 // benchCluster is the README's sample cluster (with a backup schedule, so every owned kind is created).
-func benchCluster(i int, ns string) *etcdv1alpha1.EtcdCluster {
-	return &etcdv1alpha1.EtcdCluster{
+func benchCluster(i int, ns string) *etcdv1beta1.EtcdCluster {
+	return &etcdv1beta1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: clusterName(i), Namespace: ns},
-		Spec: etcdv1alpha1.EtcdClusterSpec{
+		Spec: etcdv1beta1.EtcdClusterSpec{
 			Version:        "3.5.9",
 			Replicas:       3,
 			StorageSize:    resource.MustParse("10Gi"),
@@ -516,13 +516,13 @@ func newWatcher(ctx context.Context, cfg *rest.Config) (*watcher, error) {
 		"CronJob":             batchv1.SchemeGroupVersion.WithKind("CronJob"),
 	}}
 	opts := cache.Options{Scheme: scheme, DefaultLabelSelector: sel,
-		ByObject: map[client.Object]cache.ByObject{&etcdv1alpha1.EtcdCluster{}: {Label: labels.Everything()}}}
+		ByObject: map[client.Object]cache.ByObject{&etcdv1beta1.EtcdCluster{}: {Label: labels.Everything()}}}
 	var err error
 	if w.cache, err = cache.New(cfg, opts); err != nil {
 		return nil, err
 	}
 	go func() { _ = w.cache.Start(ctx) }()
-	if _, err := w.cache.GetInformer(ctx, &etcdv1alpha1.EtcdCluster{}); err != nil {
+	if _, err := w.cache.GetInformer(ctx, &etcdv1beta1.EtcdCluster{}); err != nil {
 		return nil, err
 	}
 	for _, gvk := range w.kinds {
@@ -546,7 +546,7 @@ func (w *watcher) waitAllReconciled(ctx context.Context, n int, timeout time.Dur
 	var missing []string
 	for {
 		missing = missing[:0]
-		clusters := &etcdv1alpha1.EtcdClusterList{}
+		clusters := &etcdv1beta1.EtcdClusterList{}
 		if err := w.cache.List(ctx, clusters); err != nil {
 			return err
 		}

@@ -30,7 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/pki"
 	"github.com/seedops/etcd-operator/internal/resources"
 	"github.com/seedops/etcd-operator/tests/framework"
@@ -225,10 +225,10 @@ func waitFor(ctx context.Context, list client.ObjectList, opts []client.ListOpti
 
 // cluster is the suites' sample cluster without backups (they would add Jobs to what is measured), whose
 // volume claims go with it and with removed members, so no trial leaves volumes to the next.
-func cluster(ns, name, version string, replicas int32) *etcdv1alpha1.EtcdCluster {
+func cluster(ns, name, version string, replicas int32) *etcdv1beta1.EtcdCluster {
 	c := fw.NewCluster(ns, name, version, replicas)
 	c.Spec.BackupSchedule = ""
-	c.Spec.PVCRetentionPolicy = etcdv1alpha1.PVCRetentionPolicy{WhenDeleted: "Delete", WhenScaled: "Delete"}
+	c.Spec.PVCRetentionPolicy = etcdv1beta1.PVCRetentionPolicy{WhenDeleted: "Delete", WhenScaled: "Delete"}
 	return c
 }
 
@@ -236,8 +236,8 @@ func cluster(ns, name, version string, replicas int32) *etcdv1alpha1.EtcdCluster
 // Running with every member ready (as the e2e suite's waitAvailable), and etcd's member list, as the
 // status reports it, holds exactly the spec's members, each a healthy voter (a scale step or a heal is
 // done only then).
-func available(c *etcdv1alpha1.EtcdCluster) (bool, error) {
-	cur := &etcdv1alpha1.EtcdCluster{}
+func available(c *etcdv1beta1.EtcdCluster) (bool, error) {
+	cur := &etcdv1beta1.EtcdCluster{}
 	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(c), cur); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
@@ -250,22 +250,22 @@ func available(c *etcdv1alpha1.EtcdCluster) (bool, error) {
 		}
 	}
 	return cur.Status.ObservedGeneration == cur.Generation &&
-		meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1alpha1.ConditionAvailable) &&
-		cur.Status.Phase == etcdv1alpha1.PhaseRunning &&
+		meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1beta1.ConditionAvailable) &&
+		cur.Status.Phase == etcdv1beta1.PhaseRunning &&
 		cur.Status.ReadyReplicas == cur.Spec.Replicas, nil
 }
 
 // waitAvailable waits until the cluster is Available with all members ready, and every member pod runs
 // image (if set) and is Ready.
-func waitAvailable(t *testing.T, c *etcdv1alpha1.EtcdCluster, image string, timeout time.Duration) {
+func waitAvailable(t *testing.T, c *etcdv1beta1.EtcdCluster, image string, timeout time.Duration) {
 	t.Helper()
 	ctx := context.Background()
-	err := waitFor(ctx, &etcdv1alpha1.EtcdClusterList{}, []client.ListOption{client.InNamespace(c.Namespace)}, timeout, func() (bool, error) {
+	err := waitFor(ctx, &etcdv1beta1.EtcdClusterList{}, []client.ListOption{client.InNamespace(c.Namespace)}, timeout, func() (bool, error) {
 		ok, err := available(c)
 		if !ok || err != nil {
 			return false, err
 		}
-		cur := &etcdv1alpha1.EtcdCluster{}
+		cur := &etcdv1beta1.EtcdCluster{}
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), cur); err != nil {
 			return false, err
 		}
@@ -331,7 +331,7 @@ func applyBare(t *testing.T, ns, name string, n int32) {
 }
 
 // bareTLSSecrets issues the server, peer and client certificates the operator would, from a CA of their own.
-func bareTLSSecrets(c *etcdv1alpha1.EtcdCluster, o resources.Options) ([]runtime.ApplyConfiguration, error) {
+func bareTLSSecrets(c *etcdv1beta1.EtcdCluster, o resources.Options) ([]runtime.ApplyConfiguration, error) {
 	now := time.Now()
 	ca, _, err := pki.NewCA(c.Name+"-bench-ca", 24*time.Hour, now)
 	if err != nil {
@@ -427,7 +427,7 @@ func bareMemberRestart(t *testing.T) float64 {
 
 // startCluster creates a 3-member cluster of version, changed by spec (nil: the defaults), in a namespace of
 // its own, and waits until it is Available; done deletes the namespace.
-func startCluster(t *testing.T, prefix, version string, spec func(*etcdv1alpha1.EtcdCluster)) (*etcdv1alpha1.EtcdCluster, func()) {
+func startCluster(t *testing.T, prefix, version string, spec func(*etcdv1beta1.EtcdCluster)) (*etcdv1beta1.EtcdCluster, func()) {
 	ns, done := newNamespace(t, prefix)
 	c := cluster(ns, "op", version, 3)
 	if spec != nil {

@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/tests/framework"
 )
 
@@ -69,7 +69,7 @@ func TestAvailable(t *testing.T) {
 }
 
 // withoutTLS turns TLS off in a cluster's spec.
-func withoutTLS(c *etcdv1alpha1.EtcdCluster) { c.Spec.TLS.Enabled = ptr.To(false) }
+func withoutTLS(c *etcdv1beta1.EtcdCluster) { c.Spec.TLS.Enabled = ptr.To(false) }
 
 // availableWithoutTLS is the time to Available of an n-member cluster with TLS off.
 func availableWithoutTLS(t *testing.T, n int32) float64 {
@@ -106,14 +106,14 @@ func TestScale(t *testing.T) {
 	}
 }
 
-func scaleTo(t *testing.T, c *etcdv1alpha1.EtcdCluster, n int32) float64 {
+func scaleTo(t *testing.T, c *etcdv1beta1.EtcdCluster, n int32) float64 {
 	start := time.Now()
 	patchSpec(t, c, fmt.Sprintf(`{"spec":{"replicas":%d}}`, n))
 	waitAvailable(t, c, "", 10*time.Minute)
 	return secs(time.Since(start))
 }
 
-func patchSpec(t *testing.T, c *etcdv1alpha1.EtcdCluster, patch string) {
+func patchSpec(t *testing.T, c *etcdv1beta1.EtcdCluster, patch string) {
 	t.Helper()
 	if err := k8s.Patch(context.Background(), c, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func TestHeal(t *testing.T) {
 
 // loseMember deletes member 1's pod (and, with volume, its claim first, waiting until the claim is gone),
 // and times until the cluster is Available with a new member-1 pod.
-func loseMember(t *testing.T, c *etcdv1alpha1.EtcdCluster, volume bool) float64 {
+func loseMember(t *testing.T, c *etcdv1beta1.EtcdCluster, volume bool) float64 {
 	ctx := context.Background()
 	victim := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name + "-1"}}
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(victim), victim); err != nil {
@@ -169,10 +169,10 @@ func TestQuorumLoss(t *testing.T) {
 	const after = 30 * time.Second
 	for range runs {
 		restart := bareMemberRestart(t)
-		for _, strategy := range []etcdv1alpha1.QuorumLossRecovery{etcdv1alpha1.QuorumLossFromSurvivor, etcdv1alpha1.QuorumLossFromBackup} {
+		for _, strategy := range []etcdv1beta1.QuorumLossRecovery{etcdv1beta1.QuorumLossFromSurvivor, etcdv1beta1.QuorumLossFromBackup} {
 			took := loseMajority(t, strategy, after)
 			fromBackup := 0.0
-			if strategy == etcdv1alpha1.QuorumLossFromBackup {
+			if strategy == etcdv1beta1.QuorumLossFromBackup {
 				fromBackup = 1
 			}
 			record(t, "quorumloss", map[string]float64{"barePodRestart": restart, "available": took, "afterWindow": took - after.Seconds(),
@@ -183,13 +183,13 @@ func TestQuorumLoss(t *testing.T) {
 
 // loseMajority deletes members 1 and 2 of a new 3-member cluster recovering by strategy, with their claims,
 // and returns the seconds until it is Available again with the recovery done.
-func loseMajority(t *testing.T, strategy etcdv1alpha1.QuorumLossRecovery, after time.Duration) float64 {
-	c, done := startCluster(t, "quorum", etcdVersion, func(c *etcdv1alpha1.EtcdCluster) {
-		c.Spec.Recovery = etcdv1alpha1.RecoverySpec{QuorumLoss: strategy, After: &metav1.Duration{Duration: after}}
+func loseMajority(t *testing.T, strategy etcdv1beta1.QuorumLossRecovery, after time.Duration) float64 {
+	c, done := startCluster(t, "quorum", etcdVersion, func(c *etcdv1beta1.EtcdCluster) {
+		c.Spec.Recovery = etcdv1beta1.RecoverySpec{QuorumLoss: strategy, After: &metav1.Duration{Duration: after}}
 	})
 	defer done()
 	ns, ctx := c.Namespace, context.Background()
-	if strategy == etcdv1alpha1.QuorumLossFromBackup {
+	if strategy == etcdv1beta1.QuorumLossFromBackup {
 		takeBackup(t, c)
 	}
 	start := time.Now()
@@ -208,10 +208,10 @@ func loseMajority(t *testing.T, strategy etcdv1alpha1.QuorumLossRecovery, after 
 	if err := framework.DeletePodsAndClaims(ctx, k8s, ns, victims, 100*time.Millisecond, 2*time.Minute, t.Logf); err != nil {
 		t.Fatal(err)
 	}
-	if strategy == etcdv1alpha1.QuorumLossFromBackup {
+	if strategy == etcdv1beta1.QuorumLossFromBackup {
 		// Every member restarts onto the backup; Available counts once the recovery is reported done.
-		cur := &etcdv1alpha1.EtcdCluster{}
-		err := waitFor(ctx, &etcdv1alpha1.EtcdClusterList{}, []client.ListOption{client.InNamespace(ns)}, 10*time.Minute, func() (bool, error) {
+		cur := &etcdv1beta1.EtcdCluster{}
+		err := waitFor(ctx, &etcdv1beta1.EtcdClusterList{}, []client.ListOption{client.InNamespace(ns)}, 10*time.Minute, func() (bool, error) {
 			err := k8s.Get(ctx, client.ObjectKeyFromObject(c), cur)
 			return err == nil && cur.Status.LastRecovery != nil, err
 		})
@@ -226,21 +226,21 @@ func loseMajority(t *testing.T, strategy etcdv1alpha1.QuorumLossRecovery, after 
 }
 
 // takeBackup takes an on-demand backup of c and waits until it succeeded.
-func takeBackup(t *testing.T, c *etcdv1alpha1.EtcdCluster) {
+func takeBackup(t *testing.T, c *etcdv1beta1.EtcdCluster) {
 	ctx := context.Background()
-	b := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: "before-loss"},
-		Spec: etcdv1alpha1.EtcdBackupSpec{ClusterName: c.Name}}
+	b := &etcdv1beta1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: "before-loss"},
+		Spec: etcdv1beta1.EtcdBackupSpec{ClusterName: c.Name}}
 	if err := k8s.Create(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	err := waitFor(ctx, &etcdv1alpha1.EtcdBackupList{}, []client.ListOption{client.InNamespace(c.Namespace)}, 5*time.Minute, func() (bool, error) {
+	err := waitFor(ctx, &etcdv1beta1.EtcdBackupList{}, []client.ListOption{client.InNamespace(c.Namespace)}, 5*time.Minute, func() (bool, error) {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
 			return false, err
 		}
-		if b.Status.Phase == etcdv1alpha1.BackupFailed {
+		if b.Status.Phase == etcdv1beta1.BackupFailed {
 			return false, fmt.Errorf("backup failed: %s", b.Status.Error)
 		}
-		return b.Status.Phase == etcdv1alpha1.BackupSucceeded, nil
+		return b.Status.Phase == etcdv1beta1.BackupSucceeded, nil
 	})
 	if err != nil {
 		t.Fatalf("backup before the loss: %v", err)

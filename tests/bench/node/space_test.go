@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
-	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/tests/framework"
 )
 
@@ -31,7 +31,7 @@ var defragMiB = framework.EnvInt("BENCH_DEFRAG_MIB", 512)
 func TestNoSpace(t *testing.T) {
 	gomega.RegisterTestingT(t)
 	for range runs {
-		c, done := startCluster(t, "nospace", etcdVersion, func(c *etcdv1alpha1.EtcdCluster) {
+		c, done := startCluster(t, "nospace", etcdVersion, func(c *etcdv1beta1.EtcdCluster) {
 			c.Spec.StorageSize = resource.MustParse("64Mi")
 		})
 		cli := fw.ClusterClient(c)
@@ -73,7 +73,7 @@ func TestNoSpace(t *testing.T) {
 func TestDefragment(t *testing.T) {
 	gomega.RegisterTestingT(t)
 	for range runs {
-		c, done := startCluster(t, "defrag", etcdVersion, func(c *etcdv1alpha1.EtcdCluster) {
+		c, done := startCluster(t, "defrag", etcdVersion, func(c *etcdv1beta1.EtcdCluster) {
 			// The file grows past the data it holds (bbolt grows it in steps of up to 1 GiB): a quota of
 			// 2.5 times what is written leaves room for that.
 			c.Spec.StorageSize = *resource.NewQuantity(int64(defragMiB)<<20*12, resource.BinarySI)
@@ -142,7 +142,7 @@ func TestDefragment(t *testing.T) {
 
 // memberClients connects to each member pod by its IP (the cluster client goes through the Service, which
 // picks a member per connection), keyed by pod name.
-func memberClients(t *testing.T, c *etcdv1alpha1.EtcdCluster) map[string]*clientv3.Client {
+func memberClients(t *testing.T, c *etcdv1beta1.EtcdCluster) map[string]*clientv3.Client {
 	t.Helper()
 	pods, err := memberPods(c.Namespace, c.Name)
 	if err != nil {

@@ -1,18 +1,27 @@
-package v1alpha1_test
+package v1beta1_test
 
 import (
 	"context"
 	"fmt"
+	"math/rand"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/randfill"
 	"sigs.k8s.io/yaml"
+
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 )
 
 // These tests send manifests to a real kube-apiserver with the generated CRD installed, so they prove
@@ -46,7 +55,7 @@ var seq int
 func cluster(t *testing.T, spec string) *unstructured.Unstructured {
 	t.Helper()
 	seq++
-	doc := fmt.Sprintf("apiVersion: etcd.seedops.io/v1alpha1\nkind: EtcdCluster\nmetadata:\n  name: c%d\n  namespace: default\nspec:\n%s", seq, indent(spec))
+	doc := fmt.Sprintf("apiVersion: etcd.seedops.io/v1beta1\nkind: EtcdCluster\nmetadata:\n  name: c%d\n  namespace: default\nspec:\n%s", seq, indent(spec))
 	u := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
 		t.Fatalf("bad test manifest: %v\n%s", err, doc)
@@ -274,3 +283,82 @@ func TestUpdateRules(t *testing.T) {
 		})
 	}
 }
+
+// TestRoundTripThroughBothVersions: on a real API server, an object written through one served version reads
+// the same through the other, spec and status, both ways: the CRD converts with None, and the schemas are
+// one (TestServedVersionsHaveOneSchema), so nothing is pruned or defaulted differently. Specs: the samples
+// and the validation cases' design; statuses: filled at random (FuzzVersionRoundTrip's filler), made
+// acceptable where the schema constrains a value.
+func TestRoundTripThroughBothVersions(t *testing.T) {
+	ctx := context.Background()
+	specs := []string{design}
+	for _, name := range []string{"etcd_v1beta1_etcdcluster.yaml", "etcd_v1beta1_etcdcluster_backup.yaml", "etcd_v1beta1_etcdcluster_restore.yaml"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := map[string]any{}
+		if err := yaml.Unmarshal(b, &u); err != nil {
+			t.Fatal(err)
+		}
+		spec, err := yaml.Marshal(u["spec"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		specs = append(specs, string(spec))
+	}
+	for i, spec := range specs {
+		for _, way := range [][2]string{{"v1alpha1", "v1beta1"}, {"v1beta1", "v1alpha1"}} {
+			written, read := way[0], way[1]
+			obj := cluster(t, spec)
+			obj.SetAPIVersion("etcd.seedops.io/" + written)
+			if err := cl.Create(ctx, obj); err != nil {
+				t.Fatalf("create through %s: %v", written, err)
+			}
+			status := &etcdv1beta1.EtcdClusterStatus{}
+			randfill.New().RandSource(rand.NewSource(int64(i))).NilChance(0.1).NumElements(1, 2).Fill(status)
+			acceptableStatus(status)
+			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(status)
+			if err != nil {
+				t.Fatal(err)
+			}
+			obj.Object["status"] = m
+			if err := cl.Status().Update(ctx, obj); err != nil {
+				t.Fatalf("status through %s: %v", written, err)
+			}
+			got := &unstructured.Unstructured{}
+			got.SetAPIVersion("etcd.seedops.io/" + read)
+			got.SetKind("EtcdCluster")
+			if err := cl.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
+				t.Fatalf("get through %s: %v", read, err)
+			}
+			if got.GetAPIVersion() != "etcd.seedops.io/"+read {
+				t.Errorf("read as %s", got.GetAPIVersion())
+			}
+			for _, part := range []string{"spec", "status"} {
+				if !equality.Semantic.DeepEqual(obj.Object[part], got.Object[part]) {
+					t.Errorf("sample %d: %s written through %s reads differently through %s:\n%v\n%v", i, part, written, read, obj.Object[part], got.Object[part])
+				}
+			}
+			_ = cl.Delete(ctx, obj)
+		}
+	}
+}
+
+// acceptableStatus makes a randomly filled status one the schema accepts: enums, condition fields and the
+// bounds the API server checks.
+func acceptableStatus(s *etcdv1beta1.EtcdClusterStatus) {
+	s.Phase = etcdv1beta1.PhaseRunning
+	s.Replicas, s.ReadyReplicas = abs(s.Replicas), abs(s.ReadyReplicas)
+	if s.LastRecovery != nil {
+		s.LastRecovery.Strategy = etcdv1beta1.QuorumLossFromSurvivor
+	}
+	for i := range s.Conditions {
+		c := &s.Conditions[i]
+		c.Type, c.Status, c.Reason = fmt.Sprintf("Type%d", i), metav1.ConditionTrue, fmt.Sprintf("Reason%d", i)
+		c.ObservedGeneration = max(c.ObservedGeneration, 0)
+		c.LastTransitionTime = metav1.NewTime(c.LastTransitionTime.UTC().Truncate(time.Second))
+	}
+}
+
+func abs(n int32) int32 { return max(n, -n, 0) }
