@@ -5,6 +5,7 @@ package olm
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -18,6 +19,7 @@ import (
 	. "github.com/onsi/gomega"
 	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -35,6 +37,7 @@ import (
 
 	etcdv1alpha1 "github.com/seedops/etcd-operator/api/v1alpha1"
 	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
+	"github.com/seedops/etcd-operator/internal/etcd"
 	"github.com/seedops/etcd-operator/internal/kubectlplugin"
 	"github.com/seedops/etcd-operator/tests/framework"
 )
@@ -360,4 +363,37 @@ func migrateStorage(c *etcdv1alpha1.EtcdCluster) {
 	Expect(k8s.Get(ctx, client.ObjectKeyFromObject(c), live)).To(Succeed())
 	Expect(live.Generation).To(Equal(generation))
 	waitAvailable(c, time.Minute)
+}
+
+// etcdClient connects a Writer through the cluster's client Service, reading the cluster through v1alpha1: the
+// upgrade scenarios' clusters are made by the previous release, whose CRDs do not serve v1beta1 yet.
+func etcdClient(c *etcdv1beta1.EtcdCluster) *clientv3.Client {
+	old := &etcdv1alpha1.EtcdCluster{}
+	EventuallyWithOffset(1, func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(c), old)).To(Succeed())
+		g.Expect(old.Spec.TLS.Enabled).NotTo(BeNil(), "the operator has not recorded spec.tls.enabled yet")
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+	svc := &corev1.Service{}
+	ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Name + "-client"}, svc)).To(Succeed())
+	host := c.Name + "-client." + c.Namespace + ".svc"
+	var tlsConfig *tls.Config
+	if *old.Spec.TLS.Enabled {
+		secret := &corev1.Secret{}
+		EventuallyWithOffset(1, func() error {
+			return k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Name + "-client-tls"}, secret)
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		var err error
+		tlsConfig, err = etcd.ClientTLSConfig(secret.Data["ca.crt"], secret.Data["tls.crt"], secret.Data["tls.key"])
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		tlsConfig.ServerName = host
+	}
+	var cli *clientv3.Client
+	var err error
+	if tlsConfig != nil {
+		cli, err = framework.EtcdClientTLS(host, svc.Spec.ClusterIP, tlsConfig, 5*time.Second)
+	} else {
+		cli, err = clientv3.New(framework.ClientConfig([]string{"http://" + svc.Spec.ClusterIP + ":2379"}, 5*time.Second))
+	}
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return cli
 }

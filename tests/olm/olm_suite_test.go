@@ -102,6 +102,7 @@ var _ = BeforeSuite(func() {
 		NamespacePrefix: "olm-", NamespaceGoneTimeout: 3 * time.Minute, Poll: time.Second,
 		// Pace the writer (it shares 2 cores with the node).
 		WritePause: 20 * time.Millisecond}
+	fw.EtcdClient = etcdClient
 
 	f, err := os.Open(imagesEnv)
 	Expect(err).NotTo(HaveOccurred(), "run hack/olm/images.sh (make olm-up) first")
