@@ -225,7 +225,7 @@ func (r *EtcdClusterReconciler) recordBackupEvents(before, after *etcdv1beta1.Et
 func (r *EtcdClusterReconciler) reconcileBackupPVC(ctx context.Context, s *reconcileScope) error {
 	c := s.cluster
 	d := resources.BackupDestination(c, nil)
-	if c.Spec.BackupSchedule == "" || !resources.UsesDefaultBackupPVC(c, d) {
+	if (c.Spec.BackupSchedule == "" && !continuousEnabled(c)) || !resources.UsesDefaultBackupPVC(c, d) {
 		return nil
 	}
 	changed, err := applyBackupPVC(ctx, r.Client, c, d)

@@ -25,6 +25,11 @@ import (
 // report a run — a pod whose backup container terminated with the result as its termination message, then
 // the Job's terminal conditions.
 func finishJob(ctx context.Context, job *batchv1.Job, succeeded bool, message string) {
+	finishJobAs(ctx, job, resources.BackupContainerName, succeeded, message)
+}
+
+// finishJobAs finishes job as finishJob does, its pod's container named container reporting message.
+func finishJobAs(ctx context.Context, job *batchv1.Job, container string, succeeded bool, message string) {
 	exit := int32(0)
 	if !succeeded {
 		exit = 1
@@ -42,7 +47,7 @@ func finishJob(ctx context.Context, job *batchv1.Job, succeeded bool, message st
 	if !succeeded {
 		pod.Status.Phase = corev1.PodFailed
 	}
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: resources.BackupContainerName, Image: "operator",
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: container, Image: "operator",
 		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exit, Message: message, StartedAt: now, FinishedAt: now}}}}
 	Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -68,6 +69,8 @@ type EtcdClusterReconciler struct {
 	MaxConcurrentReconciles int
 	// Clock tells the time (heal clocks, condition times, certificate renewal); nil is the real clock.
 	Clock clock.PassiveClock
+	// AgentStatusURL is where a continuous backup agent's pod serves its report; nil is the pod's IP.
+	AgentStatusURL func(*corev1.Pod) string
 
 	// reported remembers the condition transitions already reported in events (transitions.go); nil
 	// reports every transition.
@@ -190,11 +193,13 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.reconcileTLS,
 		r.reconcileConfigMap,
 		r.reconcileServices,
+		r.reconcilePointInTimeRestore,
 		r.reconcileStatefulSet,
 		r.reconcilePodDisruptionBudget,
 		r.reconcileNetworkPolicy,
 		r.reconcileBackupCronJob,
 		r.reconcileBackupPVC,
+		r.reconcileContinuousBackup,
 		r.recordVolumes,
 		r.takeStep,
 		r.reconcileSweep,
@@ -366,7 +371,7 @@ func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) (*builder.Ty
 }
 
 // backupJobToCluster maps a backup Job to its cluster through the instance label.
-var backupJobToCluster = componentToCluster(resources.ComponentBackup)
+var backupJobToCluster = componentToCluster(resources.ComponentBackup, resources.ComponentPointInTime)
 
 // backupToRestoringClusters maps an EtcdBackup to the clusters of its namespace that bootstrap from it.
 func (r *EtcdClusterReconciler) backupToRestoringClusters(ctx context.Context, o client.Object) []reconcile.Request {
@@ -384,14 +389,14 @@ func (r *EtcdClusterReconciler) backupToRestoringClusters(ctx context.Context, o
 }
 
 // podToCluster maps a member pod to its cluster through the instance label.
-var podToCluster = componentToCluster(resources.ComponentEtcd)
+var podToCluster = componentToCluster(resources.ComponentEtcd, resources.ComponentContinuousBackup, resources.ComponentPointInTime)
 
 // componentToCluster maps an object of one of a cluster's components to the cluster named by its instance
 // label.
-func componentToCluster(component string) handler.MapFunc {
+func componentToCluster(components ...string) handler.MapFunc {
 	return func(_ context.Context, o client.Object) []reconcile.Request {
 		name, ok := o.GetLabels()[resources.LabelInstance]
-		if !ok || o.GetLabels()[resources.LabelComponent] != component {
+		if !ok || !slices.Contains(components, o.GetLabels()[resources.LabelComponent]) {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}

@@ -69,6 +69,9 @@ type observation struct {
 	restore       *resources.RestoreSource
 	restoreWait   string
 	restoreFailed string
+	// continuous is the continuous backup agent's report, or continuousProblem why there is none.
+	continuous        *agentReport
+	continuousProblem string
 	// backups are the cluster's finished backup Jobs whose results status has not reported yet.
 	backups []backupRun
 	// authEnabled is whether etcd authentication is on (nil: not known).
@@ -214,9 +217,22 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta1.Etcd
 	obs.tlsStatus = tlsStatus(c, obs.tls, obs.options)
 
 	obs.restoreFailed = resources.RestoreFailure(obs.pods)
-	if obs.restore, obs.restoreWait, err = r.restoreSource(ctx, c); err != nil {
+	if b := c.Spec.Bootstrap; b != nil && b.FromBackup != nil && b.FromBackup.PointInTime != nil {
+		var failed string
+		if obs.restore, obs.restoreWait, failed, err = r.pointInTimeSource(ctx, c); err != nil {
+			return obs, err
+		}
+		if failed != "" {
+			// Refused: no member may start (an empty cluster is not what was asked for).
+			obs.restoreWait = failed
+			if obs.restoreFailed == "" {
+				obs.restoreFailed = failed
+			}
+		}
+	} else if obs.restore, obs.restoreWait, err = r.restoreSource(ctx, c); err != nil {
 		return obs, err
 	}
+	obs.continuous, obs.continuousProblem = r.observeContinuousBackup(ctx, c)
 	if obs.backups, err = r.observeBackups(ctx, c); err != nil {
 		return obs, err
 	}

@@ -130,6 +130,7 @@ func computeStatus(c *etcdv1beta1.EtcdCluster, obs observation, d membership.Dec
 		s.RestoredFrom = restoreLocation(obs.restore)
 	}
 	backupStatus(&s, c, obs.backups, now)
+	continuousStatus(&s, c, obs, now)
 
 	s.Phase = phaseOf(c, s.Conditions)
 	return s

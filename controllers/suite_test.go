@@ -49,6 +49,8 @@ var (
 	// serverMinor is the API server's Kubernetes minor version: the specs that stand in for a controller of
 	// Kubernetes (the Job controller) write the status that release's controller would.
 	serverMinor int
+	// agentURLs maps a continuous backup agent's pod (namespace/name) to the URL of its report.
+	agentURLs sync.Map
 )
 
 func TestControllers(t *testing.T) {
@@ -97,6 +99,12 @@ var _ = BeforeSuite(func() {
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("etcd-operator"),
 		Options:   resources.DefaultOptions(),
+		// Continuous backup agents' pods are objects only here: their reports come from test servers.
+		AgentStatusURL: func(p *corev1.Pod) string {
+			url, _ := agentURLs.Load(p.Namespace + "/" + p.Name)
+			s, _ := url.(string)
+			return s
+		},
 	}
 	b, err := r.controllerBuilder(mgr)
 	Expect(err).NotTo(HaveOccurred())

@@ -421,6 +421,30 @@ type BackupSource struct {
 	// S3 bucket holding the snapshot.
 	// +optional
 	S3 *S3BackupDestination `json:"s3,omitempty"`
+	// PointInTime restores a continuous backup instead of a snapshot: key is then the continuous backup's
+	// location on the claim or in the bucket (the key part of the source cluster's
+	// status.continuousBackup.location, e.g. <namespace>/<cluster>/continuous/), and the cluster starts with
+	// exactly the data of the chosen revision. Empty ({}): the newest revision covered.
+	// +optional
+	PointInTime *PointInTime `json:"pointInTime,omitempty"`
+}
+
+// PointInTime chooses the revision a continuous backup is restored to.
+// +kubebuilder:validation:XValidation:rule="!(has(self.revision) && has(self.time))",message="pointInTime takes a revision or a time, not both"
+type PointInTime struct {
+	// Revision to restore: the cluster holds exactly the data of this revision, with every key's create
+	// and mod revision and version.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	Revision int64 `json:"revision,omitempty"`
+	// Time to restore to: the newest revision captured at or before it.
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
+	// ClusterUID of the source cluster, needed only when clusters of the same name (one deleted, one
+	// created later) left continuous backups at the same location.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	ClusterUID string `json:"clusterUID,omitempty"`
 }
 
 // PodSpec holds the member pod settings users commonly need.
@@ -488,6 +512,42 @@ type BackupSpec struct {
 	Retention int32 `json:"retention,omitempty"`
 
 	BackupDestination `json:",inline"`
+
+	// Continuous captures every change after a full snapshot into the same destination, so that a new
+	// cluster can be restored to any revision or time in the covered range (bootstrap.fromBackup.pointInTime):
+	// the recovery point is seconds, not the time since the last scheduled backup.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Continuous backup"
+	Continuous *ContinuousBackupSpec `json:"continuous,omitempty"`
+}
+
+// ContinuousBackupSpec configures the continuous backup agent, a Deployment <cluster>-continuous-backup that
+// watches every key from a full snapshot's revision and stores the changes in segments.
+type ContinuousBackupSpec struct {
+	// Enabled runs the agent. Turning it off stops the capture and keeps what was stored.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Continuous backup enabled",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
+	Enabled bool `json:"enabled,omitempty"`
+	// SegmentInterval is how often captured changes are stored (sooner when a segment is large): writes
+	// newer than this may be lost with the cluster.
+	// +optional
+	// +kubebuilder:default="10s"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('5m')",message="segmentInterval must be between 1s and 5m"
+	SegmentInterval *metav1.Duration `json:"segmentInterval,omitempty"`
+	// FullSnapshotInterval is how often a new chain starts from a full snapshot: a restore replays at most
+	// this much history.
+	// +optional
+	// +kubebuilder:default="24h"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10m')",message="fullSnapshotInterval must be at least 10m"
+	FullSnapshotInterval *metav1.Duration `json:"fullSnapshotInterval,omitempty"`
+	// RetainFor is how far back a restore can go: older chains are deleted, the newest is always kept.
+	// +optional
+	// +kubebuilder:default="168h"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1h')",message="retainFor must be at least 1h"
+	RetainFor *metav1.Duration `json:"retainFor,omitempty"`
+	// MaxSize bounds the bytes kept (oldest chains deleted first, the newest always kept). Empty: no bound.
+	// +optional
+	MaxSize *resource.Quantity `json:"maxSize,omitempty"`
 }
 
 // BackupDestination is where snapshots are stored: a PersistentVolumeClaim (the default) or an
@@ -562,6 +622,8 @@ const (
 	ConditionDegraded = "Degraded"
 	// ConditionBackupSucceeded: whether the last scheduled backup succeeded (absent before the first run).
 	ConditionBackupSucceeded = "BackupSucceeded"
+	// ConditionContinuousBackup: whether the continuous backup agent captures (absent while it is off).
+	ConditionContinuousBackup = "ContinuousBackup"
 )
 
 // MemberStatus is one etcd member as observed.
@@ -621,6 +683,37 @@ type RecoveryStatus struct {
 }
 
 // EtcdClusterStatus is the observed state of an etcd cluster.
+// ContinuousBackupStatus is what the continuous backup agent last reported.
+type ContinuousBackupStatus struct {
+	// Location of the captured chains (claim or bucket and key): the key part is what
+	// bootstrap.fromBackup.key takes with pointInTime.
+	// +optional
+	Location string `json:"location,omitempty"`
+	// OldestRevision and OldestTime: the oldest point a restore can reach.
+	// +optional
+	OldestRevision int64 `json:"oldestRevision,omitempty"`
+	// +optional
+	OldestTime *metav1.Time `json:"oldestTime,omitempty"`
+	// NewestRevision and NewestTime: the newest point stored; the recovery point is the time since.
+	// +optional
+	NewestRevision int64 `json:"newestRevision,omitempty"`
+	// +optional
+	NewestTime *metav1.Time `json:"newestTime,omitempty"`
+	// Gaps inside the range, where history was lost (e.g. compacted before it was captured): a restore
+	// into one is refused.
+	// +optional
+	// +listType=atomic
+	Gaps []ContinuousBackupGap `json:"gaps,omitempty"`
+}
+
+// ContinuousBackupGap is a range of revisions no chain covers.
+type ContinuousBackupGap struct {
+	FromRevision int64 `json:"fromRevision"`
+	ToRevision   int64 `json:"toRevision"`
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}
+
 type EtcdClusterStatus struct {
 	// ObservedGeneration is the generation this status describes.
 	// +optional
@@ -667,6 +760,10 @@ type EtcdClusterStatus struct {
 	// LastScheduledBackupJob is the newest finished scheduled backup Job the operator has reported.
 	// +optional
 	LastScheduledBackupJob string `json:"lastScheduledBackupJob,omitempty"`
+	// ContinuousBackup reports the continuous backup: the range a restore can reach and the gaps in it.
+	// +optional
+	ContinuousBackup *ContinuousBackupStatus `json:"continuousBackup,omitempty"`
+
 	// RestoredFrom is the snapshot the cluster was bootstrapped from, once every member restored it.
 	// +optional
 	RestoredFrom string `json:"restoredFrom,omitempty"`

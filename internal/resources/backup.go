@@ -168,13 +168,7 @@ func backupPodSpec(c *etcdv1beta1.EtcdCluster, d etcdv1beta1.BackupDestination, 
 	volumes = append(volumes, corev1ac.Volume().WithName("staging").WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
 	mounts = append(mounts, corev1ac.VolumeMount().WithName("staging").WithMountPath(stagingMountPath))
 	args = append(args, "--staging-dir="+stagingMountPath)
-	if TLSEnabled(c) {
-		// The backup authenticates with the cluster's client certificate.
-		args = append(args, "--cacert="+clientTLSMountPath+"/"+CAKey, "--cert="+clientTLSMountPath+"/"+corev1.TLSCertKey,
-			"--key="+clientTLSMountPath+"/"+corev1.TLSPrivateKeyKey)
-		volumes = append(volumes, secretVolume(clientTLSVolume, ClientSecretName(c)))
-		mounts = append(mounts, corev1ac.VolumeMount().WithName(clientTLSVolume).WithMountPath(clientTLSMountPath).WithReadOnly(true))
-	}
+	args, volumes, mounts = withClientTLS(c, args, volumes, mounts)
 	return corev1ac.PodSpec().
 		WithRestartPolicy(corev1.RestartPolicyNever).
 		WithAutomountServiceAccountToken(false).

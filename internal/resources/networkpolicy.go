@@ -37,6 +37,7 @@ func NetworkPolicy(c *etcdv1beta1.EtcdCluster, o Options) *networkingv1ac.Networ
 		operator.WithNamespaceSelector(metav1ac.LabelSelector()) // any namespace: where the operator runs is unknown
 	}
 	backup := map[string]string{LabelName: AppName, LabelInstance: c.Name, LabelComponent: ComponentBackup}
+	agent := map[string]string{LabelName: AppName, LabelInstance: c.Name, LabelComponent: ComponentContinuousBackup}
 	return networkingv1ac.NetworkPolicy(NetworkPolicyName(c), c.Namespace).
 		WithLabels(Labels(c, ComponentEtcd)).
 		WithOwnerReferences(OwnerReference(c)).
@@ -46,7 +47,7 @@ func NetworkPolicy(c *etcdv1beta1.EtcdCluster, o Options) *networkingv1ac.Networ
 			WithIngress(
 				networkingv1ac.NetworkPolicyIngressRule().WithFrom(pods(SelectorLabels(c))).WithPorts(port(PeerPort), port(ClientPort)),
 				networkingv1ac.NetworkPolicyIngressRule().
-					WithFrom(operator, pods(backup), pods(map[string]string{LabelClient: c.Name})).
+					WithFrom(operator, pods(backup), pods(agent), pods(map[string]string{LabelClient: c.Name})).
 					WithPorts(port(ClientPort)),
 				networkingv1ac.NetworkPolicyIngressRule().WithPorts(port(MetricsPort)),
 			))

@@ -128,6 +128,15 @@ func clusterRuleGroups(t *testing.T) []RuleGroup {
 }
 
 // TestGolden compares every builder's output with its golden file (make update-golden rewrites them).
+// continuousCluster backs up to S3, continuously too, with a size bound.
+func continuousCluster() *etcdv1beta1.EtcdCluster {
+	c := s3Cluster()
+	size := resource.MustParse("10Gi")
+	c.Spec.Backup.Continuous = &etcdv1beta1.ContinuousBackupSpec{Enabled: true,
+		SegmentInterval: &metav1.Duration{Duration: 5 * time.Second}, MaxSize: &size}
+	return c
+}
+
 func TestGolden(t *testing.T) {
 	o := DefaultOptions()
 	// New StatefulSets carry the member gate; custom-statefulset.yaml stands for a cluster created before
@@ -153,6 +162,10 @@ func TestGolden(t *testing.T) {
 		"restored-statefulset.yaml":  StatefulSet(designCluster(), 3, o, &RestoreSource{Destination: BackupDestination(s3Cluster(), nil), Key: "prod/etcd/scheduled/etcd-20261122T020000Z-r42.db"}, CurrentMemberGate(o)),
 		"pvc-restored-statefulset.yaml": StatefulSet(designCluster(), 3, o, &RestoreSource{
 			Destination: etcdv1beta1.BackupDestination{PVC: &etcdv1beta1.PVCBackupDestination{ClaimName: "old-backups"}}, Key: "prod/old/on-demand/old-20261122T020000Z-r42.db"}, CurrentMemberGate(o)),
+		"s3-continuous-backup-statefulset.yaml": ContinuousBackupStatefulSet(continuousCluster(), o),
+		"s3-point-in-time-job.yaml": PointInTimeJob(designCluster(), etcdv1beta1.BackupSource{
+			S3: s3Cluster().Spec.Backup.S3, Key: "backups/prod/old/continuous/",
+			PointInTime: &etcdv1beta1.PointInTime{Revision: 4242, ClusterUID: "0b5e7c1e-old"}}, o),
 	}
 	for name, obj := range cases {
 		t.Run(name, func(t *testing.T) {
