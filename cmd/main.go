@@ -48,6 +48,12 @@ func main() {
 			os.Exit(runMemberGate(os.Args[2:]))
 		case "etcd-start":
 			os.Exit(runEtcdStart(os.Args[2:]))
+		case "continuous-backup":
+			os.Exit(runContinuousBackupMode(os.Args[2:]))
+		case "pitr":
+			os.Exit(runPITRMode(os.Args[2:]))
+		case "install-self":
+			os.Exit(runInstallSelf(os.Args[2:]))
 		}
 	}
 

@@ -97,3 +97,80 @@ func TestRestoreThroughAPIServer(t *testing.T) {
 		}
 	})
 }
+
+func TestPointInTimeRestoreThroughAPIServer(t *testing.T) {
+	c, kc := apiServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ns := namespace(t, c)
+
+	source := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd", Namespace: ns}, Spec: healthyCluster().Spec}
+	source.Spec.Replicas = 5
+	if err := c.Create(ctx, source); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("refuses a cluster without a continuous backup", func(t *testing.T) {
+		_, _, err := run(ctx, kc, "restore", "--from-cluster", "prod-etcd", "--to", "pit", "-n", ns)
+		if err == nil || !strings.Contains(err.Error(), `EtcdCluster "prod-etcd" reports no continuous backup`) {
+			t.Errorf("got error %v", err)
+		}
+	})
+
+	oldest, newest := metav1.NewTime(now.Add(-2*time.Hour)), metav1.NewTime(now.Add(-5*time.Second))
+	source.Status.ContinuousBackup = &etcdv1beta1.ContinuousBackupStatus{
+		Location:       "pvc://prod-etcd-backups/" + ns + "/prod-etcd/continuous/",
+		OldestRevision: 100, OldestTime: &oldest, NewestRevision: 9000, NewestTime: &newest,
+		Gaps: []etcdv1beta1.ContinuousBackupGap{{FromRevision: 4000, ToRevision: 4100, Reason: "compacted before it was captured"}},
+	}
+	if err := c.Status().Update(ctx, source); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("creates a cluster restored to the revision, from the source's claim and location", func(t *testing.T) {
+		out, _, err := run(ctx, kc, "restore", "--from-cluster", "prod-etcd", "--revision", "3999", "--to", "pit", "-n", ns)
+		if err != nil {
+			t.Fatalf("restore: %v\n%s", err, out)
+		}
+		if !strings.Contains(out, "etcdcluster.etcd.seedops.io/pit created from prod-etcd's continuous backup at revision 3999") {
+			t.Errorf("output:\n%s", out)
+		}
+		got := &etcdv1beta1.EtcdCluster{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pit"}, got); err != nil {
+			t.Fatal(err)
+		}
+		from := got.Spec.Bootstrap.FromBackup
+		if got.Spec.Replicas != 5 || from.PVC == nil || from.PVC.ClaimName != "prod-etcd-backups" || from.Key != ns+"/prod-etcd/continuous/" ||
+			from.PointInTime == nil || from.PointInTime.Revision != 3999 || from.PointInTime.ClusterUID != string(source.UID) {
+			t.Errorf("spec %+v, fromBackup %+v: want the source's replicas, claim and location, revision 3999 and its UID", got.Spec, from)
+		}
+		if got.Spec.Backup.Continuous != nil {
+			t.Error("the restored cluster must not capture into the source's location")
+		}
+	})
+
+	for _, tc := range []struct {
+		name, want string
+		args       []string
+	}{
+		{"refuses a revision past the newest", "revision 9001 is outside what prod-etcd's continuous backup covers: revisions 100 to 9000", []string{"--revision", "9001"}},
+		{"refuses a revision in a gap", "revision 4050 falls in a gap of prod-etcd's continuous backup (4000-4100", []string{"--revision", "4050"}},
+		{"refuses a time before the oldest", "is before what prod-etcd's continuous backup covers", []string{"--time", now.Add(-3 * time.Hour).UTC().Format(time.RFC3339)}},
+		{"refuses --revision without --from-cluster", "use them with --from-cluster", []string{"before-upgrade", "--revision", "5"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"restore"}
+			if tc.args[0] != "before-upgrade" {
+				args = append(args, "--from-cluster", "prod-etcd")
+			}
+			args = append(append(args, tc.args...), "--to", "refused", "-n", ns)
+			_, _, err := run(ctx, kc, args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got error %v, want %q", err, tc.want)
+			}
+			if !apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "refused"}, &etcdv1beta1.EtcdCluster{})) {
+				t.Error("a refused restore created the cluster")
+			}
+		})
+	}
+}

@@ -97,6 +97,8 @@ func ContinuousBackupStatefulSet(c *etcdv1beta1.EtcdCluster, o Options) *appsv1a
 				WithSpec(corev1ac.PodSpec().
 					WithAutomountServiceAccountToken(false).
 					WithEnableServiceLinks(false).
+					// On SIGTERM the agent stores what it buffered (up to 30 s) before it exits.
+					WithTerminationGracePeriodSeconds(60).
 					WithSecurityContext(restrictedPodSecurity()).
 					WithVolumes(volumes...).
 					WithContainers(corev1ac.Container().

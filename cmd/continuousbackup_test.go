@@ -1,0 +1,456 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/seedops/etcd-operator/internal/backup"
+	"github.com/seedops/etcd-operator/internal/backup/continuous"
+	"github.com/seedops/etcd-operator/internal/etcdtest"
+	"github.com/seedops/etcd-operator/internal/pki"
+)
+
+// These tests run real etcd servers (ETCD_BIN_DIR, set by `make test`).
+
+const (
+	cbNamespace = "team-a"
+	cbCluster   = "source"
+	cbUID       = "5b0e7c2a-source-uid"
+)
+
+func quietTestLogger(t testing.TB) *zap.Logger {
+	return zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+}
+
+// eventually polls cond for up to 30 s.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// agentRun is the continuous backup agent running in the background, as its Deployment runs it.
+type agentRun struct {
+	url  string
+	stop func() error
+}
+
+func startAgent(t *testing.T, cfg continuousBackupConfig) *agentRun {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runContinuousBackup(ctx, cfg, ln) }()
+	var once sync.Once
+	var runErr error
+	stop := func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case runErr = <-done:
+			case <-time.After(60 * time.Second):
+				runErr = errors.New("the agent did not stop within 60 s of its signal")
+			}
+		})
+		return runErr
+	}
+	t.Cleanup(func() { _ = stop() })
+	return &agentRun{url: "http://" + ln.Addr().String(), stop: stop}
+}
+
+func (a *agentRun) get(t testing.TB, path string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(a.url + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, body
+}
+
+func (a *agentRun) status(t testing.TB) continuousBackupStatus {
+	t.Helper()
+	code, body := a.get(t, "/status")
+	if code != http.StatusOK {
+		t.Fatalf("/status: %d %s", code, body)
+	}
+	var s continuousBackupStatus
+	if err := json.Unmarshal(body, &s); err != nil {
+		t.Fatalf("/status: %v: %s", err, body)
+	}
+	return s
+}
+
+func agentConfig(t *testing.T, endpoint string, store backup.Store) continuousBackupConfig {
+	return continuousBackupConfig{
+		Cluster: cbCluster, Namespace: cbNamespace, ClusterUID: cbUID, Endpoint: endpoint, Store: store,
+		Prefix: backup.ClusterPrefix("", cbNamespace, cbCluster, continuousKind), StagingDir: t.TempDir(),
+		SegmentInterval: 200 * time.Millisecond, FullSnapshotInterval: time.Hour, RetainFor: time.Hour,
+		RetentionInterval: 200 * time.Millisecond, Logger: quietTestLogger(t),
+	}
+}
+
+func checkErr[T any](t testing.TB) func(T, error) T {
+	return func(v T, err error) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+// TestContinuousBackupAndPITR runs the agent against a real etcd under writes, reads its /status and
+// /metrics, then restores a middle revision with pitr and proves the stored snapshot equal to the source at
+// that revision; a retried pitr reports the stored snapshot without replaying, and targets it cannot
+// restore are refused with the restorable range, storing nothing.
+func TestContinuousBackupAndPITR(t *testing.T) {
+	src := etcdtest.StartStatic(t, "source", 1, nil)
+	cli := src.Client(t, nil, 0)
+	ctx := context.Background()
+	store := &backup.DirStore{Root: filepath.Join(t.TempDir(), "store"), Claim: "backups"}
+	cfg := agentConfig(t, src.ClientURL(0), store)
+	agent := startAgent(t, cfg)
+
+	eventually(t, "/healthz once the first chain exists", func() bool {
+		code, _ := agent.get(t, "/healthz")
+		return code == http.StatusOK
+	})
+	var revs []int64
+	for i := range 40 {
+		revs = append(revs, checkErr[*clientv3.PutResponse](t)(cli.Put(ctx, fmt.Sprintf("/k/%02d", i%15), fmt.Sprint("v", i))).Header.Revision)
+	}
+	revs = append(revs, checkErr[*clientv3.DeleteResponse](t)(cli.Delete(ctx, "/k/03")).Header.Revision)
+	for i := range 10 {
+		revs = append(revs, checkErr[*clientv3.PutResponse](t)(cli.Put(ctx, fmt.Sprintf("/m/%d", i), "x")).Header.Revision)
+	}
+	last := revs[len(revs)-1]
+	mid := revs[len(revs)/2]
+
+	var st continuousBackupStatus
+	eventually(t, fmt.Sprintf("/status to reach revision %d", last), func() bool {
+		st = agent.status(t)
+		return st.NewestRevision >= last
+	})
+	if !st.Capturing || st.ClusterUID != cbUID || st.Location != store.Location(cfg.Prefix) || st.LastError != "" {
+		t.Fatalf("/status: %+v", st)
+	}
+	if st.NewestRevision != last || st.OldestRevision <= 0 || st.OldestRevision >= revs[0] || st.OldestTime.IsZero() ||
+		st.NewestTime.Before(st.OldestTime) || time.Since(st.NewestTime) > time.Minute {
+		t.Fatalf("/status range %d (%s) .. %d (%s), the writes were %d..%d", st.OldestRevision, st.OldestTime, st.NewestRevision, st.NewestTime, revs[0], last)
+	}
+	eventually(t, "the catalog to count the chain", func() bool {
+		st = agent.status(t)
+		return st.Chains == 1
+	})
+	code, body := agent.get(t, "/status")
+	t.Logf("/status (%d): %s", code, body)
+	if st.Gaps == nil || len(st.Gaps) != 0 {
+		t.Fatalf("/status gaps: %v", st.Gaps)
+	}
+
+	code, body = agent.get(t, "/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d", code)
+	}
+	labels := fmt.Sprintf(`{cluster=%q,namespace=%q}`, cbCluster, cbNamespace)
+	for _, want := range []string{
+		fmt.Sprintf("etcd_operator_continuous_backup_newest_revision%s %d\n", labels, last),
+		fmt.Sprintf("etcd_operator_continuous_backup_oldest_revision%s %d\n", labels, st.OldestRevision),
+		"etcd_operator_continuous_backup_gaps" + labels + " 0\n",
+		"etcd_operator_continuous_backup_chains_started_total" + labels + " 1\n",
+		"etcd_operator_continuous_backup_gaps_recorded_total" + labels + " 0\n",
+		"etcd_operator_continuous_backup_capturing" + labels + " 1\n",
+		"etcd_operator_continuous_backup_newest_timestamp_seconds" + labels + " ",
+		"etcd_operator_continuous_backup_oldest_timestamp_seconds" + labels + " ",
+		"etcd_operator_continuous_backup_segments_written_total" + labels + " ",
+		"etcd_operator_continuous_backup_bytes_written_total" + labels + " ",
+		"etcd_operator_continuous_backup_recovery_point_seconds" + labels + " ",
+	} {
+		if !bytes.Contains(body, []byte(want)) {
+			t.Errorf("/metrics lacks %q:\n%s", want, body)
+		}
+	}
+	if err := agent.stop(); err != nil {
+		t.Fatalf("agent: %v", err)
+	}
+
+	bin, err := etcdtest.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pitrCfg := func(target continuous.Target, outKey string) pitrConfig {
+		return pitrConfig{Store: store, Prefix: cfg.Prefix, ClusterUID: cbUID, Target: target, OutKey: outKey,
+			EtcdBinary: bin, WorkDir: t.TempDir(), Logger: quietTestLogger(t)}
+	}
+	outKey := "team-a/restored/at-middle.db"
+	var first *pitrResult
+
+	t.Run("PITRToAMiddleRevision", func(t *testing.T) {
+		res, err := pointInTimeRestore(ctx, pitrCfg(continuous.Target{Revision: mid}, outKey))
+		if err != nil {
+			t.Fatal(err)
+		}
+		first = res
+		t.Logf("restored: %s", checkErr[[]byte](t)(json.Marshal(res)))
+		if res.Key != outKey || res.Location != store.Location(outKey) || res.Revision != mid || res.SourceClusterUID != cbUID ||
+			res.Chain == "" || res.Time.IsZero() || res.ReplayedRevisions <= 0 || res.HashKV == nil || res.CompactRevision == nil || res.AlreadyStored {
+			t.Fatalf("pitr reported %+v", res)
+		}
+		file := filepath.Join(t.TempDir(), "out.db")
+		if err := store.Get(ctx, outKey, file); err != nil {
+			t.Fatal(err)
+		}
+		if info := checkErr[backup.Info](t)(backup.Verify(zap.NewNop(), file)); info.Revision != mid {
+			t.Fatalf("the stored snapshot holds revision %d, want %d", info.Revision, mid)
+		}
+		if h := checkErr[*clientv3.HashKVResponse](t)(cli.HashKV(ctx, src.ClientURL(0), mid)); h.Hash != *res.HashKV {
+			t.Fatalf("pitr reports hash %d, the source's at revision %d is %d", *res.HashKV, mid, h.Hash)
+		}
+
+		// The stored snapshot restores (as `manager restore` does) to exactly the source's keys at mid.
+		r := etcdtest.New("restored", filepath.Join(t.TempDir(), "restored"), bin)
+		t.Cleanup(r.Close)
+		_, err = backup.Restore(ctx, zap.NewNop(), store, backup.RestoreConfig{Key: outKey, DataDir: r.DataDir(0), Name: r.MemberName(0),
+			PeerURL: r.PeerURL(0), InitialCluster: r.InitialCluster([]int{0}), InitialClusterToken: "restored"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Start(0, r.InitialCluster([]int{0}), "new"); err != nil {
+			t.Fatal(err)
+		}
+		rcli := r.Client(t, nil, 0)
+		want := checkErr[*clientv3.GetResponse](t)(cli.Get(ctx, "", clientv3.WithPrefix(), clientv3.WithRev(mid)))
+		got := checkErr[*clientv3.GetResponse](t)(rcli.Get(ctx, "", clientv3.WithPrefix()))
+		if got.Header.Revision != mid || len(got.Kvs) != len(want.Kvs) {
+			t.Fatalf("restored: revision %d with %d keys; the source at revision %d had %d keys", got.Header.Revision, len(got.Kvs), mid, len(want.Kvs))
+		}
+		for i := range want.Kvs {
+			if !proto.Equal(want.Kvs[i], got.Kvs[i]) {
+				t.Fatalf("restored %v, the source had %v", got.Kvs[i], want.Kvs[i])
+			}
+		}
+	})
+
+	t.Run("PITRRetriedReportsTheStoredSnapshot", func(t *testing.T) {
+		if first == nil {
+			t.Skip("no first restore")
+		}
+		// No etcd binary and no UID: a replay would fail, and the only UID under the prefix is the source's.
+		c := pitrCfg(continuous.Target{Revision: mid}, outKey)
+		c.EtcdBinary, c.ClusterUID = filepath.Join(t.TempDir(), "no-etcd"), ""
+		res, err := pointInTimeRestore(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("retried: %s", checkErr[[]byte](t)(json.Marshal(res)))
+		if !res.AlreadyStored || res.Revision != mid || res.Key != outKey || res.Location != first.Location || res.SourceClusterUID != cbUID ||
+			res.Chain != first.Chain || !res.Time.Equal(first.Time) || res.ReplayedRevisions != 0 || res.HashKV != nil {
+			t.Fatalf("retried pitr reported %+v, the first %+v", res, first)
+		}
+		// Another target under the same key is not this restore's result: refused, the snapshot kept.
+		c.Target = continuous.Target{Revision: mid + 1}
+		if _, err := pointInTimeRestore(ctx, c); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("already holds a snapshot of revision %d", mid)) {
+			t.Fatalf("another target under the stored key: %v", err)
+		}
+	})
+
+	t.Run("PITRBeyondTheNewestRevisionIsRefused", func(t *testing.T) {
+		key := "team-a/restored/beyond.db"
+		_, err := pointInTimeRestore(ctx, pitrCfg(continuous.Target{Revision: last + 10}, key))
+		if !errors.Is(err, continuous.ErrNotRestorable) {
+			t.Fatalf("pitr to revision %d beyond the newest %d: %v", last+10, last, err)
+		}
+		t.Logf("refused: %v", err)
+		if want := fmt.Sprintf("restorable: revisions %d..%d", st.OldestRevision, last); !strings.Contains(err.Error(), want) {
+			t.Fatalf("the error does not state the restorable range (%q): %v", want, err)
+		}
+		if objs := checkErr[[]backup.Object](t)(store.List(ctx, key)); len(objs) != 0 {
+			t.Fatalf("a refused restore stored %v", objs)
+		}
+	})
+
+	t.Run("PITRWithSeveralClusterUIDsNeedsOne", func(t *testing.T) {
+		// A cluster of the same name, deleted and created again, left its own chain under the prefix.
+		other := filepath.Join(store.Root, cfg.Prefix, "00000000000000000001-0badc0de", "manifest.json")
+		if err := os.MkdirAll(filepath.Dir(other), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		manifest := `{"format":1,"clusterUID":"0ld-uid","chainID":"00000000000000000001-0badc0de","baseRevision":1}`
+		if err := os.WriteFile(other, []byte(manifest), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c := pitrCfg(continuous.Target{Revision: mid}, "team-a/restored/ambiguous.db")
+		c.ClusterUID = ""
+		_, err := pointInTimeRestore(ctx, c)
+		if err == nil || !strings.Contains(err.Error(), "0ld-uid, "+cbUID) || !strings.Contains(err.Error(), "--cluster-uid") {
+			t.Fatalf("pitr without a UID among two clusters' chains: %v", err)
+		}
+	})
+}
+
+// TestContinuousBackupPrunesOldChains: with chains begun every half second and a retention of one second,
+// the agent prunes old chains as it goes, and /status's oldest revision moves up with them.
+func TestContinuousBackupPrunesOldChains(t *testing.T) {
+	src := etcdtest.StartStatic(t, "source", 1, nil)
+	cli := src.Client(t, nil, 0)
+	ctx := context.Background()
+	store := &backup.DirStore{Root: filepath.Join(t.TempDir(), "store"), Claim: "backups"}
+	cfg := agentConfig(t, src.ClientURL(0), store)
+	cfg.FullSnapshotInterval, cfg.RetainFor = 500*time.Millisecond, time.Second
+	agent := startAgent(t, cfg)
+	eventually(t, "the first chain", func() bool { return agent.status(t).Chains >= 1 })
+	firstOldest := agent.status(t).OldestRevision
+
+	wctx, stopWriter := context.WithCancel(ctx)
+	writer := make(chan struct{})
+	go func() {
+		defer close(writer)
+		for i := 0; wctx.Err() == nil; i++ {
+			if _, err := cli.Put(wctx, fmt.Sprintf("/w/%02d", i%20), fmt.Sprint(i)); err != nil && wctx.Err() == nil {
+				t.Error(err)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	defer func() { stopWriter(); <-writer }()
+
+	var st continuousBackupStatus
+	var metrics []byte
+	eventually(t, "old chains to be pruned", func() bool {
+		st = agent.status(t)
+		_, metrics = agent.get(t, "/metrics")
+		return st.OldestRevision > firstOldest && bytes.Contains(metrics, []byte("chains_started_total"))
+	})
+	started := 0
+	for line := range strings.Lines(string(metrics)) {
+		if strings.HasPrefix(line, "etcd_operator_continuous_backup_chains_started_total{") {
+			_, _ = fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &started)
+		}
+	}
+	if st.Chains >= started || st.Chains < 1 || len(st.Gaps) != 0 || !st.Capturing {
+		t.Fatalf("%d chains started, %d kept; status %+v", started, st.Chains, st)
+	}
+}
+
+// TestContinuousBackupReloadsClientCertificate: the agent presents the certificate in the mounted files
+// at each new connection, so a renewal reaches it without a restart, and a pair caught mid-update keeps
+// the last good one.
+func TestContinuousBackupReloadsClientCertificate(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	ca, _, err := pki.NewCA("test CA", time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	issue := func() []byte {
+		cert, key, err := ca.Issue(pki.Request{CommonName: "root", Usage: pki.ClientOnly, Validity: time.Hour}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "tls.crt"), cert, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "tls.key"), key, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return cert
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), ca.CertPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	presented := func(cfg func(*tls.CertificateRequestInfo) (*tls.Certificate, error)) []byte {
+		c, err := cfg(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Certificate[0]
+	}
+	first := issue()
+	cfg, err := reloadingClientTLS(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	der := func(certPEM []byte) []byte { return checkErr[*x509.Certificate](t)(pki.ParseCertificate(certPEM)).Raw }
+	if got := presented(cfg.GetClientCertificate); !bytes.Equal(got, der(first)) {
+		t.Fatal("the first connection does not present the mounted certificate")
+	}
+	renewed := issue()
+	if got := presented(cfg.GetClientCertificate); !bytes.Equal(got, der(renewed)) {
+		t.Fatal("a new connection does not present the renewed certificate")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tls.key"), []byte("half-written"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := presented(cfg.GetClientCertificate); !bytes.Equal(got, der(renewed)) {
+		t.Fatal("an unreadable pair replaced the last good certificate")
+	}
+}
+
+// TestInstallSelf: install-self copies the running binary, executable, into the shared directory, again
+// over an earlier copy (an init container restarted).
+func TestInstallSelf(t *testing.T) {
+	dir := t.TempDir()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		path, err := installSelf(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if path != filepath.Join(dir, entryName) {
+			t.Fatalf("installed as %s", path)
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatal("the installed binary differs from the running one")
+		}
+		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm()&0o111 == 0 {
+			t.Fatalf("installed binary: %v, mode %v", err, fi.Mode())
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("the directory holds %d entries, want the binary alone", len(entries))
+	}
+}
