@@ -41,6 +41,8 @@ bundle: manifests kustomize operator-sdk ## Generate bundle/ (CSV, CRD, metadata
 	  $(OPERATOR_SDK) generate bundle -q --overwrite --version $(VERSION) $(BUNDLE_METADATA_OPTS)
 	created=$$(awk '$$1=="createdAt:" {print $$2; exit}' $(CSV_BASE)) && [ -n "$$created" ] && \
 	  sed -i "s/^    createdAt: .*/    createdAt: $$created/" $(BUNDLE_CSV)
+	@# The deprecated API version's owned entries get the current version's resources and descriptors.
+	go run ./hack/csvdeprecated $(BUNDLE_CSV)
 	$(OPERATOR_SDK) bundle validate ./$(BUNDLE_DIR)
 
 .PHONY: bundle-validate

@@ -14,7 +14,7 @@ type EtcdBackupSpec struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Cluster",xDescriptors={"urn:alm:descriptor:io.kubernetes:etcd.seedops.io:v1alpha1:EtcdCluster"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Cluster",xDescriptors={"urn:alm:descriptor:io.kubernetes:etcd.seedops.io:v1beta1:EtcdCluster"}
 	ClusterName string `json:"clusterName"`
 	// Destination of this backup; empty uses the cluster's spec.backup destination.
 	// +optional
