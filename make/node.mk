@@ -19,9 +19,13 @@ E2E_ARGS ?=
 
 ##@ Local node and e2e
 
+# Nodes of the local cluster: 1 (the machine itself), or 2-9, each a network namespace of its own with its own
+# containerd, kubelet and kube-proxy, labelled zone-<i> (hack/node/nodes.sh). Empty: a running cluster keeps its count.
+NODES ?=
+
 .PHONY: cluster-up
-cluster-up: ## Start the local node (cold: builds Kubernetes, etcd, CoreDNS, images; warm: <1 min). KUBECONFIG=bin/node/kubeconfig
-	hack/node/cluster-up.sh
+cluster-up: ## Start the local cluster (cold: builds Kubernetes, etcd, CoreDNS, images; warm: <1 min); NODES=3 for three nodes. KUBECONFIG=bin/node/kubeconfig
+	NODES=$(NODES) hack/node/cluster-up.sh
 
 .PHONY: cluster-down
 cluster-down: ## Stop the local node and undo its processes, mounts, iptables chains, bridge, cgroups and sysctls (PURGE=1: drop caches too).

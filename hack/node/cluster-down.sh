@@ -6,6 +6,7 @@
 # The cluster's state (certificates, etcd data, volumes) is removed. Built binaries, the registry's images and
 # containerd's image store stay as a cache; PURGE=1 removes them too.
 source "$(dirname "$0")/lib.sh"
+source "$HACK/nodes.sh"
 [ "$(id -u)" = 0 ] || die "run as root"
 
 # stop NAME: SIGTERM to the recorded PID, SIGKILL after 15 s.
@@ -25,29 +26,33 @@ stop() {
   rm -f "$pidfile"
 }
 
-# 1. No new pods, then remove every pod sandbox while containerd still runs.
-stop kubelet
+# 1. No new pods, then remove every pod sandbox while each node's containerd still runs (a node powered off by a
+# test has none running: its processes are killed below).
+for i in $(node_indexes); do select_node "$i"; stop "${N_P}kubelet"; done
 stop local-path-provisioner
-if pid_alive containerd && [ -x "$TOOLS_BIN/nodetool" ]; then
-  "$TOOLS_BIN/nodetool" cri-cleanup --endpoint "unix://$CONTAINERD_SOCK" || log "CRI cleanup incomplete; continuing"
-fi
-
-# 2. The other processes, in reverse order of start.
-for p in kube-proxy coredns kube-scheduler kube-controller-manager kube-apiserver etcd containerd registry-tls registry; do
-  stop "$p"
+for i in $(node_indexes); do
+  select_node "$i"
+  if pid_alive "${N_P}containerd" && [ -x "$TOOLS_BIN/nodetool" ]; then
+    "$TOOLS_BIN/nodetool" cri-cleanup --endpoint "unix://$N_SOCK" || log "CRI cleanup of $N_NAME incomplete; continuing"
+  fi
 done
 
-# 3. Anything left of the containers: shims of this containerd, then processes in the kubepods cgroups.
-if [ -d /proc ]; then
-  for d in /proc/[0-9]*; do
-    if tr '\0' ' ' 2>/dev/null <"$d/cmdline" | grep -q -- "-address $CONTAINERD_SOCK"; then
-      pid=${d#/proc/}
-      log "killing leftover shim $pid"
-      kill -9 "$pid" 2>/dev/null || true
-    fi
+# 2. The other processes, in reverse order of start.
+for i in $(node_indexes); do select_node "$i"; stop "${N_P}kube-proxy"; done
+[ "$NODES" = 1 ] || stop kube-proxy
+for p in coredns kube-scheduler kube-controller-manager kube-apiserver etcd; do stop "$p"; done
+for i in $(node_indexes); do select_node "$i"; stop "${N_P}containerd"; done
+for p in registry-tls registry; do stop "$p"; done
+
+# 3. Anything left of the containers: shims of the nodes' containerd, then processes in the kubepods cgroups.
+for i in $(node_indexes); do
+  select_node "$i"
+  for pid in $(node_shims "$N_SOCK"); do
+    log "killing leftover shim $pid"
+    kill -9 "$pid" 2>/dev/null || true
   done
-fi
-for f in $(find /sys/fs/cgroup/*/kubepods* -name cgroup.procs 2>/dev/null); do
+done
+for f in $(find /sys/fs/cgroup/*/kubepods* /sys/fs/cgroup/*/etcdop-node-* -name cgroup.procs 2>/dev/null); do
   for pid in $(cat "$f" 2>/dev/null); do
     log "killing leftover container process $pid"
     kill -9 "$pid" 2>/dev/null || true
@@ -63,7 +68,7 @@ done
 
 # 5. cgroups the kubelet created (empty now), deepest first, in every v1 hierarchy (and the unified one).
 for h in /sys/fs/cgroup/*/; do
-  for top in "$h"kubepods*; do
+  for top in "$h"kubepods* "$h"etcdop-node-*; do
     [ -d "$top" ] || continue
     for _ in 1 2 3 4 5; do
       find "$top" -depth -type d -exec rmdir {} + 2>/dev/null || true
@@ -96,6 +101,11 @@ done
 
 # 7. The pods' bridge, the Service range's route, CNI's result cache for this network, kubelet's log links.
 if ip link show cni0 >/dev/null 2>&1; then ip link delete cni0 && log "deleted bridge cni0"; fi
+# The nodes' network namespaces (their veths and bridges go with them) and the host bridge.
+for ns in $(ip netns list 2>/dev/null | awk '$1 ~ /^etcdop-node-/ {print $1}'); do
+  ip netns delete "$ns" && log "deleted network namespace $ns"
+done
+if ip link show "$HOST_BRIDGE" >/dev/null 2>&1; then ip link delete "$HOST_BRIDGE" && log "deleted bridge $HOST_BRIDGE"; fi
 if ip link show "$SERVICE_DEVICE" >/dev/null 2>&1; then
   ip link delete "$SERVICE_DEVICE" && log "deleted $SERVICE_DEVICE (the route of the Service range)"
 fi

@@ -8,6 +8,7 @@
 # The admin kubeconfig is written to bin/node/kubeconfig. `hack/node/cluster-down.sh` undoes it all.
 # Organised as hack/local-up-cluster.sh upstream: one function per component, and main at the bottom.
 source "$(dirname "$0")/lib.sh"
+source "$HACK/nodes.sh"
 
 # claim_node: one node per machine, and it belongs to one NODE_DIR: pid files and sockets live in $RUN_DIR, shared
 # by every checkout. A node another checkout left up is taken down first (with the node lock held, as every make
@@ -33,7 +34,50 @@ prepare_state() {
     die "the node IP changed from $(cat "$STATE/node-ip") to $NODE_IP: run hack/node/cluster-down.sh first"
   fi
   echo "$NODE_IP" >"$STATE/node-ip"
-  log "node $NODE_NAME at $NODE_IP, Kubernetes $K8S_VERSION, etcd $ETCD_VERSION"
+  if [ -f "$NODES_FILE" ] && [ "$(cat "$NODES_FILE")" != "$NODES" ]; then
+    die "the cluster has $(cat "$NODES_FILE") node(s), not NODES=$NODES: run hack/node/cluster-down.sh first"
+  fi
+  echo "$NODES" >"$NODES_FILE"
+  if [ "$NODES" = 1 ]; then
+    log "node $NODE_NAME at $NODE_IP, Kubernetes $K8S_VERSION, etcd $ETCD_VERSION"
+  else
+    log "$NODES nodes ($NODE_NAME-1..$NODES) behind $HOST_BRIDGE, control plane at $NODE_IP, Kubernetes $K8S_VERSION, etcd $ETCD_VERSION"
+  fi
+}
+
+# node_network: with several nodes, the host bridge, and for each node its network namespace with a veth into
+# the bridge, its node IP, a default route through the host, the host's route to its pod CIDR, its own
+# forwarding and bridge-netfilter settings (both are per network namespace), and its cgroup root in every
+# hierarchy (cpuset's needs its CPUs and memory nodes before anything can join it).
+node_network() {
+  [ "$NODES" = 1 ] && return 0
+  if ! ip link show "$HOST_BRIDGE" >/dev/null 2>&1; then ip link add "$HOST_BRIDGE" type bridge; fi
+  ip addr replace "$HOST_BRIDGE_CIDR" dev "$HOST_BRIDGE"
+  ip link set "$HOST_BRIDGE" up
+  local i veth h
+  for i in $(node_indexes); do
+    select_node "$i"
+    veth=etcdop-veth-$i
+    [ -e "/run/netns/$N_NETNS" ] || ip netns add "$N_NETNS"
+    if ! ip link show "$veth" >/dev/null 2>&1; then
+      ip link add "$veth" type veth peer name eth0 netns "$N_NETNS"
+    fi
+    ip link set "$veth" master "$HOST_BRIDGE" up
+    "${N_IN[@]}" ip link set lo up
+    "${N_IN[@]}" ip addr replace "$N_IP/24" dev eth0
+    "${N_IN[@]}" ip link set eth0 up
+    "${N_IN[@]}" ip route replace default via "$HOST_BRIDGE_IP"
+    ip route replace "$N_POD_CIDR" via "$N_IP"
+    "${N_IN[@]}" sysctl -q -w net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1
+    for h in /sys/fs/cgroup/*/; do
+      case $h in */unified/) continue ;; esac
+      mkdir -p "$h${N_CGROUP#/}"
+      if [ -f "$h${N_CGROUP#/}/cpuset.cpus" ] && [ -z "$(cat "$h${N_CGROUP#/}/cpuset.cpus")" ]; then
+        cat "${h}cpuset.cpus" >"$h${N_CGROUP#/}/cpuset.cpus"
+        cat "${h}cpuset.mems" >"$h${N_CGROUP#/}/cpuset.mems"
+      fi
+    done
+  done
 }
 
 # kernel_settings: the originals are saved once and put back by cluster-down (kubelet changes some too).
@@ -93,15 +137,15 @@ gen_cert() { # NAME CN [ORG] [SANS]
     -days 3650 -extfile "$PKI/$name.ext" -out "$PKI/$name.crt" 2>/dev/null
   rm -f "$PKI/$name.csr" "$PKI/$name.ext"
 }
-write_kubeconfig() { # FILE CERT_NAME
-  local file=$1 name=$2
+write_kubeconfig() { # FILE CERT_NAME [SERVER]
+  local file=$1 name=$2 server=${3:-https://127.0.0.1:$APISERVER_PORT}
   write_file "$file" 600 <<EOF
 apiVersion: v1
 kind: Config
 clusters:
 - name: etcd-operator-node
   cluster:
-    server: https://127.0.0.1:$APISERVER_PORT
+    server: $server
     certificate-authority-data: $(base64 -w0 <"$PKI/ca.crt")
 users:
 - name: $name
@@ -130,45 +174,57 @@ certificates() {
   gen_cert admin admin system:masters
   gen_cert controller-manager system:kube-controller-manager
   gen_cert scheduler system:kube-scheduler
-  gen_cert kubelet "system:node:$NODE_NAME" system:nodes
   gen_cert kube-proxy system:kube-proxy
   # The aggregation layer's client: kube-apiserver proxies to aggregated API servers (OLM's packageserver) with this
   # certificate and the requesting user in X-Remote-* headers.
   gen_cert front-proxy-client front-proxy-client
 
-  for c in controller-manager scheduler kubelet kube-proxy; do write_kubeconfig "$STATE/$c.kubeconfig" "$c"; done
+  for c in controller-manager scheduler kube-proxy; do write_kubeconfig "$STATE/$c.kubeconfig" "$c"; done
   write_kubeconfig "$KUBECONFIG_PATH" admin
+  # Each node's kubelet has its own identity (the Node authorizer lets it see only its own pods' objects), and
+  # the nodes in a namespace of their own reach the API server at the host's address.
+  local i
+  for i in $(node_indexes); do
+    select_node "$i"
+    mkdir -p "$N_STATE"
+    if [ "$i" = 0 ]; then gen_cert kubelet "system:node:$N_NAME" system:nodes; else gen_cert "kubelet-$N_NAME" "system:node:$N_NAME" system:nodes; fi
+    write_kubeconfig "$N_STATE/kubelet.kubeconfig" "$([ "$i" = 0 ] && echo kubelet || echo "kubelet-$N_NAME")" "$N_API"
+    write_kubeconfig "$N_STATE/kube-proxy.kubeconfig" kube-proxy "$N_API"
+  done
 }
 
-# start_containerd: CRI with the pause image from the local registry, plain HTTP to localhost:5000, and
+# start_containerd I: node I's containerd: CRI with the pause image from the local registry, plain HTTP to
+# localhost:5000 (the host's registry: a node in a namespace of its own reaches it at the host's address),
 # restrict_oom_score_adj because a VM may lack CAP_SYS_RESOURCE (runc cannot lower oom_score_adj); one CNI bridge
-# for the pods, no masquerading (nothing outside the node is reachable anyway).
+# for the node's pods, no masquerading (nothing outside the cluster is reachable anyway). Run in the node's
+# network namespace, so that CNI puts the bridge and the pods' veths there.
 start_containerd() {
-  mkdir -p "$STATE/cni/net.d" "$RUN_DIR/containerd/certs.d/$REGISTRY"
-  write_file "$RUN_DIR/containerd/certs.d/$REGISTRY/hosts.toml" <<EOF
-server = "http://$REGISTRY"
-[host."http://$REGISTRY"]
+  select_node "$1"
+  local CD=$N_RUN/containerd
+  mkdir -p "$N_STATE/cni/net.d" "$CD/certs.d/$REGISTRY" "$CD/certs.d/localhost:5443" "$N_CTRD_ROOT"
+  write_file "$CD/certs.d/$REGISTRY/hosts.toml" <<EOF
+server = "http://$N_REGISTRY_HOST:5000"
+[host."http://$N_REGISTRY_HOST:5000"]
   capabilities = ["pull", "resolve"]
 EOF
   # The registry's TLS endpoint (registry.sh; used by `operator-sdk run bundle`), trusted through its own CA.
-  mkdir -p "$RUN_DIR/containerd/certs.d/localhost:5443"
-  write_file "$RUN_DIR/containerd/certs.d/localhost:5443/hosts.toml" <<EOF
-server = "https://localhost:5443"
-[host."https://localhost:5443"]
+  write_file "$CD/certs.d/localhost:5443/hosts.toml" <<EOF
+server = "https://$N_REGISTRY_HOST:5443"
+[host."https://$N_REGISTRY_HOST:5443"]
   capabilities = ["pull", "resolve"]
   ca = "$NODE_DIR/registry-tls/ca.crt"
 EOF
-  write_file "$RUN_DIR/containerd/config.toml" <<EOF
+  write_file "$CD/config.toml" <<EOF
 version = 2
-root = "$CONTAINERD_ROOT/root"
-state = "$RUN_DIR/containerd/state"
+root = "$N_CTRD_ROOT/root"
+state = "$CD/state"
 oom_score = 0
 disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
   "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs"]
 [grpc]
-  address = "$CONTAINERD_SOCK"
+  address = "$N_SOCK"
 [plugins."io.containerd.internal.v1.opt"]
-  path = "$CONTAINERD_ROOT/opt"
+  path = "$N_CTRD_ROOT/opt"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "$REGISTRY/pause:$PAUSE_TAG"
   restrict_oom_score_adj = true
@@ -181,15 +237,15 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         BinaryName = "$(command -v runc)"
-        Root = "$RUN_DIR/runc"
+        Root = "$N_RUN/runc"
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "$CNI_BIN_DIR"
-    conf_dir = "$STATE/cni/net.d"
+    conf_dir = "$N_STATE/cni/net.d"
   [plugins."io.containerd.grpc.v1.cri".registry]
-    config_path = "$RUN_DIR/containerd/certs.d"
+    config_path = "$CD/certs.d"
 EOF
-  write_file "$STATE/cni/net.d/10-etcd-operator-node.conflist" <<EOF
+  write_file "$N_STATE/cni/net.d/10-etcd-operator-node.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "etcd-operator-node",
@@ -202,16 +258,16 @@ EOF
       "hairpinMode": true,
       "ipam": {
         "type": "host-local",
-        "ranges": [[{"subnet": "$POD_CIDR"}]],
+        "ranges": [[{"subnet": "$N_POD_CIDR"}]],
         "routes": [{"dst": "0.0.0.0/0"}],
-        "dataDir": "$STATE/cni/ipam"
+        "dataDir": "$N_STATE/cni/ipam"
       }
     },
     {"type": "portmap", "capabilities": {"portMappings": true}}
   ]
 }
 EOF
-  start containerd containerd --config "$RUN_DIR/containerd/config.toml"
+  start "${N_P}containerd" "${N_IN[@]}" containerd --config "$CD/config.toml"
 }
 
 start_etcd() {
@@ -314,12 +370,15 @@ EOF
 # large thin-provisioned disk evicted every pod, the operator's too, with gigabytes still free; a full disk fails the
 # writes themselves instead, which the stages report.
 start_kubelet() {
-  mkdir -p "$STATE/kubelet" "$STATE/pod-logs"
-  write_file "$STATE/kubelet.yaml" <<EOF
+  select_node "$1"
+  # The kubelet exits when the runtime does not answer at its start (a node powered on starts both at once).
+  wait_for "$N_NAME's containerd" 60 ctr --address "$N_SOCK" version
+  mkdir -p "$N_STATE/kubelet" "$N_STATE/pod-logs"
+  write_file "$N_STATE/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: cgroupfs
-containerRuntimeEndpoint: unix://$CONTAINERD_SOCK
+containerRuntimeEndpoint: unix://$N_SOCK
 authentication:
   anonymous:
     enabled: false
@@ -332,7 +391,7 @@ authorization:
 clusterDomain: $CLUSTER_DOMAIN
 clusterDNS: [$NODE_IP]
 resolvConf: $STATE/resolv.conf
-podLogsDir: $STATE/pod-logs
+podLogsDir: $N_STATE/pod-logs$([ -n "$N_CGROUP" ] && printf '\ncgroupRoot: %s' "$N_CGROUP")
 oomScoreAdj: 0
 failSwapOn: false
 readOnlyPort: 0
@@ -347,22 +406,25 @@ evictionHard:
   nodefs.inodesFree: "0%"
   imagefs.inodesFree: "0%"
 EOF
-  start kubelet "$KUBE_BIN/kubelet" --config="$STATE/kubelet.yaml" --kubeconfig="$STATE/kubelet.kubeconfig" \
-    --root-dir="$STATE/kubelet" --cert-dir="$STATE/kubelet/pki" \
-    --node-ip="$NODE_IP" --hostname-override="$NODE_NAME"
+  start "${N_P}kubelet" "${N_IN[@]}" "$KUBE_BIN/kubelet" --config="$N_STATE/kubelet.yaml" \
+    --kubeconfig="$N_STATE/kubelet.kubeconfig" --root-dir="$N_STATE/kubelet" --cert-dir="$N_STATE/kubelet/pki" \
+    --node-ip="$N_IP" --hostname-override="$N_NAME" ${N_ZONE:+--node-labels=topology.kubernetes.io/zone=$N_ZONE}
 }
 
-# start_kube_proxy: iptables mode.
+# start_kube_proxy I: iptables mode, in node I's network namespace. With several nodes the host runs one too
+# (start_kube_proxy 0, named after no node): the API server and the tests reach Service IPs from the host.
 start_kube_proxy() {
-  write_file "$STATE/kube-proxy.yaml" <<EOF
+  select_node "$1"
+  [ "$1" = 0 ] && N_IP=$NODE_IP
+  write_file "$N_STATE/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection:
-  kubeconfig: $STATE/kube-proxy.kubeconfig
+  kubeconfig: $N_STATE/kube-proxy.kubeconfig
 mode: iptables
 clusterCIDR: $CLUSTER_CIDR
-hostnameOverride: $NODE_NAME
-bindAddress: $NODE_IP
+hostnameOverride: $N_NAME
+bindAddress: $N_IP
 metricsBindAddress: 127.0.0.1:10249
 healthzBindAddress: 127.0.0.1:10256
 nodePortAddresses: [primary]
@@ -373,17 +435,25 @@ conntrack:
   tcpEstablishedTimeout: 0s
   tcpCloseWaitTimeout: 0s
 EOF
-  start kube-proxy "$KUBE_BIN/kube-proxy" --config="$STATE/kube-proxy.yaml"
+  start "${N_P}kube-proxy" "${N_IN[@]}" "$KUBE_BIN/kube-proxy" --config="$N_STATE/kube-proxy.yaml"
 }
 
 # start_local_path_provisioner: local-path-provisioner as the default StorageClass. Its helper pods (busybox, from the local
 # registry) create each volume's directory with mode 0777, so members running as any UID can write.
 start_local_path_provisioner() {
-  local LP=$STATE/local-path BUSYBOX_IMG
+  local LP=$STATE/local-path BUSYBOX_IMG paths="" i
   mkdir -p "$LP/volumes"
   BUSYBOX_IMG=$REGISTRY/busybox:$(cat "$NODE_DIR/images/busybox-version")
+  # Each node of several has its volumes in a directory of its own (its "disk"); the volume's PV carries the
+  # node's affinity either way, so a member's volume cannot follow it to another node.
+  for i in $(node_indexes); do
+    [ "$i" = 0 ] && continue
+    select_node "$i"
+    mkdir -p "$N_STATE/volumes"
+    paths+="{\"node\": \"$N_NAME\", \"paths\": [\"$N_STATE/volumes\"]}, "
+  done
   write_file "$LP/config.json" <<EOF
-{"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["$LP/volumes"]}]}
+{"nodePathMap": [$paths{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["$LP/volumes"]}]}
 EOF
   write_file "$LP/helperPod.yaml" <<EOF
 apiVersion: v1
@@ -446,12 +516,19 @@ EOF
 
 # wait_ready: until the node can run pods and resolve names, and every process still runs.
 node_ready() {
-  [ "$(kc get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
+  [ "$(kc get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
 }
 wait_ready() {
-  wait_for "node $NODE_NAME Ready" 120 node_ready
+  local i p
+  for i in $(node_indexes); do
+    select_node "$i"
+    wait_for "node $N_NAME Ready" 120 node_ready "$N_NAME"
+    for p in containerd kubelet kube-proxy; do
+      pid_alive "$N_P$p" || die "$N_P$p is not running (log: $LOGS/$N_P$p.log)"
+    done
+  done
   wait_for "CoreDNS" 60 curl -sf http://127.0.0.1:8181/ready
-  for p in etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy coredns local-path-provisioner registry registry-tls; do
+  for p in etcd kube-apiserver kube-controller-manager kube-scheduler kube-proxy coredns local-path-provisioner registry registry-tls; do
     pid_alive "$p" || die "$p is not running (log: $LOGS/$p.log)"
   done
 }
@@ -464,21 +541,23 @@ main() {
   "$HACK/build.sh"
   prepare_state
   kernel_settings
+  node_network
   service_route
   start_registry
   certificates
-  start_containerd
+  for i in $(node_indexes); do start_containerd "$i"; done
   start_etcd
   start_apiserver
   start_controller_manager
   start_scheduler
   start_coredns
-  start_kubelet
-  start_kube_proxy
+  for i in $(node_indexes); do start_kubelet "$i"; start_kube_proxy "$i"; done
+  [ "$NODES" = 1 ] || start_kube_proxy 0
   wait_images
   start_local_path_provisioner
   wait_ready
   log "cluster up in ${SECONDS}s: export KUBECONFIG=$KUBECONFIG_PATH (operator image: $(cat "$NODE_DIR/operator-image"))"
 }
 
-main "$@"
+# Sourced (hack/node/fault.sh starts one node's processes with these functions), main does not run.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then main "$@"; fi
