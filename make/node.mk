@@ -9,7 +9,7 @@ NODE_KUBECONFIG ?= $(NODE_DIR)/kubeconfig
 # server, the longest build of the suite). The scaling, upgrade, healing and operator-failover scenarios carry
 # the label "membership": E2E_LABEL_FILTER=membership runs only them, E2E_LABEL_FILTER='!membership && !chaos
 # && !prometheus' the others (~2 min).
-E2E_LABEL_FILTER ?= !chaos && !prometheus
+E2E_LABEL_FILTER ?= !chaos && !prometheus && !nodes
 E2E_TIMEOUT ?= 60m
 # Parallel Ginkgo processes: the specs mostly wait for pods, so three at a time take about a third of the time; the specs
 # that change the operator itself are Serial and run alone, after the others.
@@ -45,6 +45,15 @@ test-e2e: cluster-up minio ginkgo ## Deploy the operator (make deploy) on the lo
 		E2E_FAILPOINT_IMAGE=$$(cat $(NODE_DIR)/operator-image-failpoints) E2E_KUBELET_ROOT=$(NODE_DIR)/state/kubelet \
 		$(GINKGO) run --tags e2e --procs $(E2E_PROCS) --timeout $(E2E_TIMEOUT) -v \
 		--label-filter='$(E2E_LABEL_FILTER)' $(E2E_ARGS) ./tests/e2e
+
+.PHONY: test-nodes
+test-nodes: NODES = 3
+test-nodes: cluster-up ginkgo ## The node events (label "nodes") on a local cluster of three nodes in three zones: spread, drains, partitions, a node powered off.
+	VERSION=$(VERSION) hack/node/images.sh
+	KUBECONFIG=$(NODE_KUBECONFIG) $(MAKE) deploy IMG=$$(cat $(NODE_DIR)/operator-image)
+	KUBECONFIG=$(NODE_KUBECONFIG) KUBECTL=$(KUBECTL) E2E_OPERATOR_IMAGE=$$(cat $(NODE_DIR)/operator-image) \
+		E2E_NODE_FAULT=$(CURDIR)/hack/node/fault.sh \
+		$(GINKGO) run --tags e2e --procs 1 --timeout 40m -v --label-filter='nodes' $(E2E_ARGS) ./tests/e2e
 
 .PHONY: test-monitoring
 test-monitoring: cluster-up ginkgo prometheus ## The monitoring e2e scenario: a real Prometheus server beside the local node scrapes a cluster's members and the operator, with the alerting rules loaded.

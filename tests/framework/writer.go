@@ -28,6 +28,10 @@ type Writer struct {
 	mu     sync.Mutex
 	acked  []string
 	failed int
+	// lastAck and longestGap: the time between two acknowledged writes, at its longest (how long clients
+	// saw no progress).
+	lastAck    time.Time
+	longestGap time.Duration
 }
 
 // StartWriter starts writing keys prefix/00000000, prefix/00000001, ... (value "v"+key) through
@@ -54,6 +58,11 @@ func (f *Framework) StartWriter(c *etcdv1beta1.EtcdCluster, prefix string) *Writ
 			w.mu.Lock()
 			if err == nil {
 				w.acked = append(w.acked, key)
+				now := time.Now()
+				if !w.lastAck.IsZero() && now.Sub(w.lastAck) > w.longestGap {
+					w.longestGap = now.Sub(w.lastAck)
+				}
+				w.lastAck = now
 			} else {
 				w.failed++
 			}
@@ -87,6 +96,13 @@ func (w *Writer) Counts() (acked, failed int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.acked), w.failed
+}
+
+// LongestGap is the longest time so far between two acknowledged writes.
+func (w *Writer) LongestGap() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.longestGap
 }
 
 // WaitProgress waits until n more writes have been acknowledged.

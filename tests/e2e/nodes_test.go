@@ -1,0 +1,207 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
+	"github.com/seedops/etcd-operator/tests/framework"
+)
+
+// Node events on a cluster of three nodes in three zones (make cluster-up NODES=3; make test-nodes): where the
+// members land, a drain of every node in turn, a partition, a node powered off with the member's local volume
+// on it. Each runs under a writer (every acknowledged write is read back at the end) and the status sampler.
+// The specs take whole nodes away, so they run one at a time (Serial) and put every node back at cleanup.
+var _ = Describe("Node events on three nodes", Label("nodes"), Serial, func() {
+	BeforeEach(func() {
+		nodes := fw.Nodes()
+		Expect(len(nodes)).To(BeNumerically(">=", 3), "these scenarios need three nodes: make cluster-up NODES=3")
+		for i := range nodes {
+			Expect(framework.NodeReady(&nodes[i])).To(BeTrue(), "node %s is not Ready", nodes[i].Name)
+			Expect(nodes[i].Spec.Unschedulable).To(BeFalse(), "node %s is cordoned", nodes[i].Name)
+		}
+	})
+
+	It("places the members on distinct nodes and zones", func() {
+		_, c, w, s, _ := startSafetyScenario("spread")
+		nodes, zones := memberPlacement(c)
+		Expect(nodes).To(HaveLen(3), "members by node: %v", nodes)
+		Expect(zones).To(HaveLen(3), "members by zone: %v", zones)
+		w.StopAndVerify(c)
+		s.verify()
+	})
+
+	It("drains every node in turn: one member down at a time, no member replaced, Available after each", func() {
+		_, c, w, s, before := startSafetyScenario("drain")
+		nodes, _ := memberPlacement(c)
+		for node := range nodes {
+			DeferCleanup(func() { _, _ = fw.Kubectl("uncordon", node) })
+		}
+		var elections []string
+		for _, node := range slices.Sorted(maps.Keys(nodes)) {
+			leader, err := leaderPod(c)
+			Expect(err).NotTo(HaveOccurred())
+			term := raftTerm(c)
+			start := time.Now()
+			By(fmt.Sprintf("draining %s (member %s; leader %s)", node, nodes[node][0], leader))
+			out, err := fw.Kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=3m")
+			Expect(err).NotTo(HaveOccurred(), out)
+			// The member's volume is on the drained node: its pod waits there until the node is back, as it
+			// would for a kernel upgrade's reboot. No member is removed meanwhile.
+			Consistently(func(g Gomega) { expectSameMembers(g, c, before.ids, nodes[node][0]) }).
+				WithTimeout(5 * time.Second).WithPolling(time.Second).Should(Succeed())
+			out, err = fw.Kubectl("uncordon", node)
+			Expect(err).NotTo(HaveOccurred(), out)
+			fw.WaitAvailable(c, 3*time.Minute)
+			expectVotingMembers(c, memberNames(c, 3), 2*time.Minute)
+			framework.ReportDuration("drain and uncordon of "+node, time.Since(start))
+			Eventually(func(g Gomega) {
+				expectSameMembers(g, c, before.ids, "")
+				expectSameClaims(g, c, before.claims)
+			}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+			d := raftTerm(c) - term
+			elections = append(elections, fmt.Sprintf("%s: %d", node, d))
+			if nodes[node][0] == leader {
+				Expect(d).To(BeNumerically("<=", 1), "the drain of the leader's node cost more than one election")
+			} else {
+				Expect(d).To(BeZero(), "the drain of a follower's node cost an election")
+			}
+		}
+		acked, failed := w.Counts()
+		AddReportEntry("elections per drain", fmt.Sprint(elections))
+		AddReportEntry("writer during the drains", fmt.Sprintf("%d acknowledged, %d failed, longest gap %s",
+			acked, failed, w.LongestGap().Round(time.Millisecond)))
+		w.StopAndVerify(c)
+		s.verify()
+	})
+
+	It("changes nothing when a member's node is partitioned for less than --heal-after", func() {
+		_, c, w, s, before := startSafetyScenario("partition")
+		node, member := memberNodeAwayFromOperator(c)
+		DeferCleanup(func() { framework.Heal(node) })
+		By(fmt.Sprintf("partitioning %s (member %s) until it is NotReady", node, member))
+		start := time.Now()
+		framework.Partition(node)
+		fw.WaitNodeReady(node, false, 2*time.Minute)
+		framework.ReportDuration("node NotReady after the partition", time.Since(start))
+		Consistently(func(g Gomega) {
+			expectSameMembers(g, c, before.ids, member)
+			expectSameClaims(g, c, before.claims)
+			expectSamePods(g, c, before.pods)
+		}).WithTimeout(15 * time.Second).WithPolling(time.Second).Should(Succeed())
+		framework.Heal(node)
+		fw.WaitNodeReady(node, true, 2*time.Minute)
+		fw.WaitAvailable(c, 3*time.Minute)
+		expectVotingMembers(c, memberNames(c, 3), 2*time.Minute)
+		framework.ReportDuration("3 ready members after the partition healed", time.Since(start))
+		Eventually(func(g Gomega) {
+			expectSameMembers(g, c, before.ids, "")
+			expectSameClaims(g, c, before.claims)
+			expectSamePods(g, c, before.pods)
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		expectAgreement(c, 3)
+		acked, failed := w.Counts()
+		AddReportEntry("writer during the partition", fmt.Sprintf("%d acknowledged, %d failed, longest gap %s",
+			acked, failed, w.LongestGap().Round(time.Millisecond)))
+		w.StopAndVerify(c)
+		s.verify()
+	})
+
+	It("reports a learner the nodes cannot place, and removes it when replicas go back", func() {
+		ns := fw.NewNamespace("beyond")
+		c := fw.NewCluster(ns, "beyond", etcdVersion, 3)
+		c.Spec.Pod.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+			MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: framework.MemberLabels(c.Name)},
+		}}
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		fw.WaitAvailable(c, 5*time.Minute)
+		w := fw.StartWriter(c, "/e2e/beyond")
+		w.WaitProgress(20, time.Minute)
+		ids := memberIDsByName(c, 3)
+
+		By("scaling to 5 with one member per node required on three nodes")
+		fw.UpdateCluster(c, func(c *etcdv1beta1.EtcdCluster) { c.Spec.Replicas = 5 })
+		Eventually(func(g Gomega) {
+			p := meta.FindStatusCondition(fw.GetCluster(c).Status.Conditions, etcdv1beta1.ConditionProgressing)
+			g.Expect(p).NotTo(BeNil())
+			g.Expect(p.Message).To(ContainSubstring("Unschedulable"))
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		Expect(fw.GetCluster(c).Status.Conditions).To(ContainElement(HaveField("Type", etcdv1beta1.ConditionAvailable)))
+
+		By("going back to 3: the learner that never started is removed")
+		fw.UpdateCluster(c, func(c *etcdv1beta1.EtcdCluster) { c.Spec.Replicas = 3 })
+		Eventually(func(g Gomega) {
+			g.Expect(memberIDsByNameG(g, c)).To(Equal(ids))
+			g.Expect(fw.MemberPods(c)).To(HaveLen(3))
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		fw.WaitAvailable(c, 2*time.Minute)
+		w.StopAndVerify(c)
+	})
+})
+
+// memberPlacement returns the cluster's member pods by node and by zone.
+func memberPlacement(c *etcdv1beta1.EtcdCluster) (byNode, byZone map[string][]string) {
+	GinkgoHelper()
+	zones := map[string]string{}
+	for _, n := range fw.Nodes() {
+		zones[n.Name] = framework.NodeZone(&n)
+	}
+	byNode, byZone = map[string][]string{}, map[string][]string{}
+	for _, p := range fw.MemberPods(c) {
+		Expect(p.Spec.NodeName).NotTo(BeEmpty(), "pod %s is not scheduled", p.Name)
+		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p.Name)
+		byZone[zones[p.Spec.NodeName]] = append(byZone[zones[p.Spec.NodeName]], p.Name)
+	}
+	return byNode, byZone
+}
+
+// memberNodeAwayFromOperator returns a node with one member of the cluster and no operator pod, and that
+// member: a fault there takes a member away, not the operator that must act on it.
+func memberNodeAwayFromOperator(c *etcdv1beta1.EtcdCluster) (node, member string) {
+	GinkgoHelper()
+	pods := &corev1.PodList{}
+	Expect(k8s.List(ctx, pods, client.InNamespace(operatorNamespace), client.MatchingLabels{"control-plane": "controller-manager"})).To(Succeed())
+	operatorNodes := map[string]bool{}
+	for _, p := range pods.Items {
+		operatorNodes[p.Spec.NodeName] = true
+	}
+	byNode, _ := memberPlacement(c)
+	for _, n := range slices.Sorted(maps.Keys(byNode)) {
+		if !operatorNodes[n] && len(byNode[n]) == 1 {
+			return n, byNode[n][0]
+		}
+	}
+	Fail(fmt.Sprintf("no node with one member and no operator pod: members %v, operator on %v", byNode, operatorNodes))
+	return "", ""
+}
+
+// raftTerm is the cluster's raft term (one more per election), as a member answering through the Service sees it.
+func raftTerm(c *etcdv1beta1.EtcdCluster) uint64 {
+	GinkgoHelper()
+	cli := fw.ClusterClient(c)
+	defer func() { _ = cli.Close() }()
+	var term uint64
+	Eventually(func() error {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		resp, err := cli.Get(rctx, "/e2e/term")
+		if err == nil {
+			term = resp.Header.RaftTerm
+		}
+		return err
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+	return term
+}
