@@ -27,6 +27,9 @@ const terminationLog = "/dev/termination-log"
 type destinationFlags struct {
 	dir, claim                                   string
 	s3Endpoint, s3Bucket, s3Prefix, s3Region, ca string
+	// snapshotServer reads a claim through its snapshot server (restore only: registerSnapshotServer).
+	snapshotServer     string
+	snapshotServerWait time.Duration
 }
 
 func (d *destinationFlags) register(fs *flag.FlagSet) {
@@ -39,10 +42,31 @@ func (d *destinationFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.ca, "s3-ca-file", "", "PEM CA bundle that verifies the S3 endpoint.")
 }
 
+// registerSnapshotServer adds the restore's third source: the snapshot server of a claim the member does
+// not mount (its token from SNAPSHOT_SERVER_TOKEN, never from a flag).
+func (d *destinationFlags) registerSnapshotServer(fs *flag.FlagSet) {
+	fs.StringVar(&d.snapshotServer, "snapshot-server", "", "URL of the snapshot server of the backup claim (--pvc-claim), instead of mounting it.")
+	fs.DurationVar(&d.snapshotServerWait, "snapshot-server-wait", 5*time.Minute, "How long a snapshot server that does not answer yet is retried.")
+}
+
 func (d *destinationFlags) store() (backup.Store, string, error) {
+	sources := 0
+	for _, s := range []string{d.dir, d.s3Endpoint, d.snapshotServer} {
+		if s != "" {
+			sources++
+		}
+	}
 	switch {
-	case d.s3Endpoint != "" && d.dir != "":
+	case sources > 1 && d.snapshotServer != "":
+		return nil, "", errors.New("--snapshot-server reads the claim in place of --dir or --s3-endpoint")
+	case sources > 1:
 		return nil, "", errors.New("choose one destination: --dir or --s3-endpoint")
+	case d.snapshotServer != "":
+		token := os.Getenv(backup.SnapshotTokenEnv)
+		if token == "" {
+			return nil, "", errors.New("--snapshot-server needs its token in " + backup.SnapshotTokenEnv)
+		}
+		return &backup.HTTPStore{URL: d.snapshotServer, Token: token, Claim: d.claim, Wait: d.snapshotServerWait, Log: newLogger()}, "", nil
 	case d.s3Endpoint != "":
 		if d.s3Bucket == "" {
 			return nil, "", errors.New("--s3-bucket is required with --s3-endpoint")
@@ -150,6 +174,7 @@ func runRestore(args []string) int {
 	fs.StringVar(&recovery, "recovery", "", "Quorum-loss recovery this restore is for: another member's data in the data directory is moved aside, not refused.")
 	fs.DurationVar(&timeout, "timeout", 60*time.Minute, "Give up after this long.")
 	dest.register(fs)
+	dest.registerSnapshotServer(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

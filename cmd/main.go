@@ -54,6 +54,8 @@ func main() {
 			os.Exit(runPITRMode(os.Args[2:]))
 		case "install-self":
 			os.Exit(runInstallSelf(os.Args[2:]))
+		case "serve-snapshot":
+			os.Exit(runServeSnapshot(os.Args[2:]))
 		}
 	}
 

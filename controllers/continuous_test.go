@@ -193,6 +193,10 @@ var _ = Describe("Point-in-time restore", func() {
 		d := etcdv1beta1.BackupDestination{PVC: &etcdv1beta1.PVCBackupDestination{ClaimName: "old-backups"}}
 		Expect(sts.Spec.Template.Spec.InitContainers).To(ContainElement(And(HaveField("Name", resources.RestoreContainerName),
 			HaveField("Args", ContainElements("restore", "--key="+resources.PointInTimeKey(c, d), "--pvc-claim=old-backups")))))
+		// The members download the Job's snapshot from the claim's snapshot server, which serves that key.
+		server := &appsv1.StatefulSet{}
+		Eventually(func() error { return k8sClient.Get(ctx, key(c.Namespace, resources.SnapshotServerName(c)), server) }, timeout, interval).Should(Succeed())
+		Expect(server.Spec.Template.Spec.Containers[0].Args).To(ContainElements("serve-snapshot", "--key="+resources.PointInTimeKey(c, d), "--pvc-claim=old-backups"))
 	})
 
 	It("starts nothing and says why when the target is outside the covered range", func() {

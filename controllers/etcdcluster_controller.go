@@ -194,6 +194,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.reconcileConfigMap,
 		r.reconcileServices,
 		r.reconcilePointInTimeRestore,
+		r.reconcileSnapshotServer,
 		r.reconcileStatefulSet,
 		r.reconcilePodDisruptionBudget,
 		r.reconcileNetworkPolicy,
@@ -388,8 +389,10 @@ func (r *EtcdClusterReconciler) backupToRestoringClusters(ctx context.Context, o
 	return out
 }
 
-// podToCluster maps a member pod to its cluster through the instance label.
-var podToCluster = componentToCluster(resources.ComponentEtcd, resources.ComponentContinuousBackup, resources.ComponentPointInTime)
+// podToCluster maps a member pod (or a pod of the cluster's agent, restore Job or snapshot server) to its
+// cluster through the instance label.
+var podToCluster = componentToCluster(resources.ComponentEtcd, resources.ComponentContinuousBackup, resources.ComponentPointInTime,
+	resources.ComponentSnapshotServer)
 
 // componentToCluster maps an object of one of a cluster's components to the cluster named by its instance
 // label.

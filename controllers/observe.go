@@ -69,6 +69,9 @@ type observation struct {
 	restore       *resources.RestoreSource
 	restoreWait   string
 	restoreFailed string
+	// snapshotServerWait says why members restoring from a claim wait for its snapshot server ("" when
+	// it serves or there is none).
+	snapshotServerWait string
 	// continuous is the continuous backup agent's report, or continuousProblem why there is none.
 	continuous        *agentReport
 	continuousProblem string
@@ -230,6 +233,9 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta1.Etcd
 			}
 		}
 	} else if obs.restore, obs.restoreWait, err = r.restoreSource(ctx, c); err != nil {
+		return obs, err
+	}
+	if obs.snapshotServerWait, err = r.observeSnapshotServer(ctx, c); err != nil {
 		return obs, err
 	}
 	obs.continuous, obs.continuousProblem = r.observeContinuousBackup(ctx, c)

@@ -78,6 +78,9 @@ const (
 	ReasonClusterNotFound  = "ClusterNotFound"
 	ReasonWaitingForBackup = "WaitingForBackup"
 	ReasonRestoreFailed    = "RestoreFailed"
+	// ReasonWaitingForSnapshotServer: members restoring from a backup claim wait for the pod that serves
+	// them the snapshot (it runs on the claim's node).
+	ReasonWaitingForSnapshotServer = "WaitingForSnapshotServer"
 	// ReasonJobNotOwned: a Job of the backup's name exists that the EtcdBackup does not control (left from
 	// a deleted EtcdBackup of the same name, or someone else's); it is neither adopted nor reported.
 	ReasonJobNotOwned = "JobNotOwned"

@@ -248,6 +248,9 @@ func availableCondition(f statusFacts) conditionState {
 func progressingCondition(f statusFacts, currentVersion string) conditionState {
 	c, obs, d := f.c, f.obs, f.d
 	switch {
+	// Before a failed restore: a member that gave up on an absent server fails for the server's reason.
+	case obs.snapshotServerWait != "":
+		return conditionState{metav1.ConditionTrue, ReasonWaitingForSnapshotServer, obs.snapshotServerWait}
 	case obs.restoreFailed != "":
 		return conditionState{metav1.ConditionFalse, ReasonRestoreFailed, obs.restoreFailed}
 	case obs.restoreWait != "" && obs.statefulSet == nil:

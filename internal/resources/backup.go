@@ -256,10 +256,18 @@ type RestoreSource struct {
 // restoreInitContainer restores the member's data directory from the snapshot before etcd first starts.
 // It reads the same ETCD_* configuration as etcd, and restores only while the cluster bootstraps
 // (ETCD_INITIAL_CLUSTER_STATE=new) and the data directory is empty: members added later join empty, and a
-// restarted member keeps its data.
+// restarted member keeps its data. A claim's snapshot is downloaded from the snapshot server, not mounted:
+// mounting a ReadWriteOnce claim would hold every member to the claim's node.
 func restoreInitContainer(c *etcdv1beta1.EtcdCluster, etcd *corev1ac.ContainerApplyConfiguration, src RestoreSource, o Options) (*corev1ac.ContainerApplyConfiguration, []*corev1ac.VolumeApplyConfiguration) {
-	volumes, mounts := destinationVolumes(src.Destination, true)
-	args := append([]string{"restore", "--key=" + src.Key}, destinationArgs(src.Destination)...)
+	var volumes []*corev1ac.VolumeApplyConfiguration
+	var mounts []*corev1ac.VolumeMountApplyConfiguration
+	args := []string{"restore", "--key=" + src.Key}
+	if ServedBySnapshotServer(&src) {
+		args = append(args, "--pvc-claim="+src.Destination.PVC.ClaimName, "--snapshot-server="+SnapshotServerURL(c, o))
+	} else {
+		volumes, mounts = destinationVolumes(src.Destination, true)
+		args = append(args, destinationArgs(src.Destination)...)
+	}
 	if src.Recovery != "" {
 		args = append(args, RestoreRecoveryFlag+src.Recovery, RestoreTokenFlag+RestoreRecoveryToken(c, src.Recovery))
 	}
@@ -268,6 +276,9 @@ func restoreInitContainer(c *etcdv1beta1.EtcdCluster, etcd *corev1ac.ContainerAp
 		env = append(env, &etcd.Env[i])
 	}
 	env = append(env, destinationEnv(src.Destination)...)
+	if ServedBySnapshotServer(&src) {
+		env = append(env, snapshotTokenEnv(c))
+	}
 	var envFrom []*corev1ac.EnvFromSourceApplyConfiguration
 	for i := range etcd.EnvFrom {
 		envFrom = append(envFrom, &etcd.EnvFrom[i])

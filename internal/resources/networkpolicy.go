@@ -52,3 +52,19 @@ func NetworkPolicy(c *etcdv1beta1.EtcdCluster, o Options) *networkingv1ac.Networ
 				networkingv1ac.NetworkPolicyIngressRule().WithPorts(port(MetricsPort)),
 			))
 }
+
+// SnapshotServerNetworkPolicy admits to the snapshot server only the cluster's member pods, on its port,
+// and lets it open no connection: it serves a whole snapshot of the cluster, secrets included. It exists
+// with the server whatever spec.networkPolicy says. The kubelet's readiness probe comes from the node,
+// which NetworkPolicy always admits.
+func SnapshotServerNetworkPolicy(c *etcdv1beta1.EtcdCluster) *networkingv1ac.NetworkPolicyApplyConfiguration {
+	return networkingv1ac.NetworkPolicy(SnapshotServerName(c), c.Namespace).
+		WithLabels(Labels(c, ComponentSnapshotServer)).
+		WithOwnerReferences(OwnerReference(c)).
+		WithSpec(networkingv1ac.NetworkPolicySpec().
+			WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(Labels(c, ComponentSnapshotServer))).
+			WithPolicyTypes(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress).
+			WithIngress(networkingv1ac.NetworkPolicyIngressRule().
+				WithFrom(networkingv1ac.NetworkPolicyPeer().WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(c)))).
+				WithPorts(networkingv1ac.NetworkPolicyPort().WithProtocol(corev1.ProtocolTCP).WithPort(intstr.FromInt32(SnapshotServerPort)))))
+}

@@ -160,9 +160,13 @@ func TestGolden(t *testing.T) {
 		"plaintext-cronjob.yaml":     BackupCronJob(plaintextCluster(), o),
 		"s3-backup-job.yaml":         BackupJob(designCluster(), onDemandBackup(), o),
 		"restored-statefulset.yaml":  StatefulSet(designCluster(), 3, o, &RestoreSource{Destination: BackupDestination(s3Cluster(), nil), Key: "prod/etcd/scheduled/etcd-20261122T020000Z-r42.db"}, CurrentMemberGate(o)),
-		"pvc-restored-statefulset.yaml": StatefulSet(designCluster(), 3, o, &RestoreSource{
-			Destination: etcdv1beta1.BackupDestination{PVC: &etcdv1beta1.PVCBackupDestination{ClaimName: "old-backups"}}, Key: "prod/old/on-demand/old-20261122T020000Z-r42.db"}, CurrentMemberGate(o)),
+		"pvc-restored-statefulset.yaml": StatefulSet(designCluster(), 3, o,
+			ptr.To(claimRestore()), CurrentMemberGate(o)),
 		"s3-continuous-backup-statefulset.yaml": ContinuousBackupStatefulSet(continuousCluster(), o),
+		"snapshot-server-statefulset.yaml":      SnapshotServerStatefulSet(customCluster(), claimRestore(), o),
+		"snapshot-server-service.yaml":          SnapshotServerService(designCluster()),
+		"snapshot-server-networkpolicy.yaml":    SnapshotServerNetworkPolicy(designCluster()),
+		"snapshot-server-secret.yaml":           SnapshotServerSecret(designCluster(), "not-a-real-token"),
 		"s3-point-in-time-job.yaml": PointInTimeJob(designCluster(), etcdv1beta1.BackupSource{
 			S3: s3Cluster().Spec.Backup.S3, Key: "backups/prod/old/continuous/",
 			PointInTime: &etcdv1beta1.PointInTime{Revision: 4242, ClusterUID: "0b5e7c1e-old"}}, o),
