@@ -122,9 +122,12 @@ var _ = Describe("Node events on three nodes", Label("nodes"), Serial, func() {
 	It("reports a learner the nodes cannot place, and removes it when replicas go back", func() {
 		ns := fw.NewNamespace("beyond")
 		c := fw.NewCluster(ns, "beyond", etcdVersion, 3)
-		c.Spec.Pod.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
-			MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule,
-			LabelSelector: &metav1.LabelSelector{MatchLabels: framework.MemberLabels(c.Name)},
+		// At most one member per node, required: what a user asks for who wants every member on its own machine.
+		c.Spec.Pod.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				TopologyKey:   corev1.LabelHostname,
+				LabelSelector: &metav1.LabelSelector{MatchLabels: framework.MemberLabels(c.Name)},
+			}},
 		}}
 		Expect(k8s.Create(ctx, c)).To(Succeed())
 		fw.WaitAvailable(c, 5*time.Minute)
@@ -149,6 +152,37 @@ var _ = Describe("Node events on three nodes", Label("nodes"), Serial, func() {
 		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 		fw.WaitAvailable(c, 2*time.Minute)
 		w.StopAndVerify(c)
+	})
+
+	It("restores a new cluster from a backup claim with its members on three nodes", func() {
+		ns := fw.NewNamespace("claim-restore")
+		src := fw.NewCluster(ns, "source", etcdVersion, 3)
+		src.Spec.BackupSchedule = ""
+		Expect(k8s.Create(ctx, src)).To(Succeed())
+		fw.WaitAvailable(src, 3*time.Minute)
+		want, rev := writeKeys(src, "/e2e/claim-restore", 1000)
+
+		By("taking an on-demand backup to the cluster's backup claim (node-local, ReadWriteOnce)")
+		b := &etcdv1beta1.EtcdBackup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "before-move"},
+			Spec:       etcdv1beta1.EtcdBackupSpec{ClusterName: src.Name},
+		}
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		waitBackupSucceeded(b)
+		Expect(b.Status.Revision).To(BeNumerically(">=", rev))
+		Expect(b.Status.Location).To(HavePrefix("pvc://source-backups/"))
+
+		By("restoring a new 3-member cluster from it: the members spread, the claim stays on its node")
+		restored := fw.NewCluster(ns, "restored", etcdVersion, 3)
+		restored.Spec.BackupSchedule = ""
+		restored.Spec.Bootstrap = &etcdv1beta1.BootstrapSpec{FromBackup: &etcdv1beta1.BackupSource{BackupName: b.Name}}
+		Expect(k8s.Create(ctx, restored)).To(Succeed())
+		framework.ReportDuration("cluster restored from a claim on three nodes Available", fw.WaitAvailable(restored, 5*time.Minute))
+		expectKeys(restored, "/e2e/claim-restore", want)
+		byNode, _ := memberPlacement(restored)
+		Expect(byNode).To(HaveLen(3), "restored members by node: %v", byNode)
+		Eventually(func() string { return fw.GetCluster(restored).Status.RestoredFrom }).
+			WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Equal(b.Status.Location))
 	})
 })
 
