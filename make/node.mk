@@ -47,8 +47,11 @@ test-e2e: cluster-up minio ginkgo ## Deploy the operator (make deploy) on the lo
 		--label-filter='$(E2E_LABEL_FILTER)' $(E2E_ARGS) ./tests/e2e
 
 .PHONY: test-nodes
-test-nodes: NODES = 3
-test-nodes: cluster-up ginkgo ## The node events (label "nodes") on a local cluster of three nodes in three zones: spread, drains, partitions, a node powered off.
+test-nodes: ginkgo ## The node events (label "nodes") on a local cluster of three nodes in three zones (a running cluster of another size is taken down first): spread, drains, partitions, a node powered off.
+	@if [ -f $(NODE_DIR)/state/node-count ] && [ "$$(cat $(NODE_DIR)/state/node-count)" != 3 ]; then \
+		echo "test-nodes: the running cluster has $$(cat $(NODE_DIR)/state/node-count) node(s): taking it down for three"; \
+		hack/node/cluster-down.sh; fi
+	NODES=3 hack/node/cluster-up.sh
 	VERSION=$(VERSION) hack/node/images.sh
 	KUBECONFIG=$(NODE_KUBECONFIG) $(MAKE) deploy IMG=$$(cat $(NODE_DIR)/operator-image)
 	KUBECONFIG=$(NODE_KUBECONFIG) KUBECTL=$(KUBECTL) E2E_OPERATOR_IMAGE=$$(cat $(NODE_DIR)/operator-image) \

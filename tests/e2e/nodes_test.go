@@ -154,6 +154,65 @@ var _ = Describe("Node events on three nodes", Label("nodes"), Serial, func() {
 		w.StopAndVerify(c)
 	})
 
+	DescribeTable("replaces a member whose node is lost for --heal-after, on another node, and keeps the old one out when the node is back",
+		func(name string, fault, undo func(string)) {
+			const healAfter = time.Minute
+			rollOperatorBackAtCleanup()
+			restartOperatorWithFlag("heal-after", healAfter.String())
+			_, c, w, s, before := startSafetyScenario(name)
+			node, member := memberNodeAwayFromOperator(c)
+			back := false
+			DeferCleanup(func() {
+				if !back {
+					undo(node)
+				}
+			})
+
+			By(fmt.Sprintf("%s: %s, with member %s and its volume", name, node, member))
+			start := time.Now()
+			fault(node)
+			fw.WaitNodeReady(node, false, 2*time.Minute)
+			framework.ReportDuration("node NotReady", time.Since(start))
+			var after map[string]uint64
+			Eventually(func(g Gomega) {
+				after = memberIDsByNameG(g, c)
+				g.Expect(after).To(HaveLen(3))
+				g.Expect(after).To(HaveKey(member))
+				g.Expect(after[member]).NotTo(Equal(before.ids[member]), "member %s not replaced yet", member)
+				p := podNamed(c.Namespace, member)
+				g.Expect(p).NotTo(BeNil())
+				g.Expect(p.Spec.NodeName).NotTo(BeEmpty())
+				g.Expect(p.Spec.NodeName).NotTo(Equal(node), "the replacement runs on another node")
+			}).WithTimeout(healAfter + 5*time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+			fw.WaitAvailable(c, 3*time.Minute)
+			expectVotingMembers(c, memberNames(c, 3), 3*time.Minute)
+			framework.ReportDuration("member replaced on another node and Available", time.Since(start))
+			for name, id := range before.ids {
+				if name != member {
+					Expect(after[name]).To(Equal(id), "member %s kept its ID", name)
+				}
+			}
+			events := clusterEvents(c, corev1.EventTypeWarning, "NodeLost")
+			Expect(events).NotTo(BeEmpty(), "a NodeLost event names the node")
+
+			By(fmt.Sprintf("bringing %s back with the old member's data: nothing of it rejoins", node))
+			undo(node)
+			back = true
+			fw.WaitNodeReady(node, true, 2*time.Minute)
+			Consistently(func(g Gomega) { expectSameMembers(g, c, after, "") }).
+				WithTimeout(30 * time.Second).WithPolling(2 * time.Second).Should(Succeed())
+			fw.WaitAvailable(c, 2*time.Minute)
+			expectAgreement(c, 3)
+			acked, failed := w.Counts()
+			AddReportEntry("writer", fmt.Sprintf("%d acknowledged, %d failed, longest gap %s",
+				acked, failed, w.LongestGap().Round(time.Millisecond)))
+			w.StopAndVerify(c)
+			s.verify()
+		},
+		Entry("a node powered off", "poweroff", framework.PowerOff, framework.PowerOn),
+		Entry("a node partitioned", "cutoff", framework.Partition, framework.Heal),
+	)
+
 	It("restores a new cluster from a backup claim with its members on three nodes", func() {
 		ns := fw.NewNamespace("claim-restore")
 		src := fw.NewCluster(ns, "source", etcdVersion, 3)
