@@ -521,7 +521,7 @@ type BackupSpec struct {
 	Continuous *ContinuousBackupSpec `json:"continuous,omitempty"`
 }
 
-// ContinuousBackupSpec configures the continuous backup agent, a Deployment <cluster>-continuous-backup that
+// ContinuousBackupSpec configures the continuous backup agent, a StatefulSet <cluster>-pitr that
 // watches every key from a full snapshot's revision and stores the changes in segments.
 type ContinuousBackupSpec struct {
 	// Enabled runs the agent. Turning it off stops the capture and keeps what was stored.

@@ -34,11 +34,14 @@ const (
 )
 
 // ContinuousBackupName is the agent's StatefulSet (one replica: a StatefulSet never runs two pods of one
-// identity, and two agents would fork the chain of segments).
-func ContinuousBackupName(c *etcdv1beta1.EtcdCluster) string { return c.Name + "-continuous-backup" }
+// identity, and two agents would fork the chain of segments). Short: its pods carry
+// controller-revision-hash=<name>-<hash of up to 10 characters>, a label value of at most 63 characters, and
+// cluster names have up to 45.
+func ContinuousBackupName(c *etcdv1beta1.EtcdCluster) string { return c.Name + "-pitr" }
 
-// PointInTimeJobName is the Job that replays a continuous backup for a new cluster's bootstrap.
-func PointInTimeJobName(c *etcdv1beta1.EtcdCluster) string { return c.Name + "-point-in-time-restore" }
+// PointInTimeJobName is the Job that replays a continuous backup for a new cluster's bootstrap (its pods
+// carry job-name=<name>: at most 63 characters).
+func PointInTimeJobName(c *etcdv1beta1.EtcdCluster) string { return c.Name + "-pitr-restore" }
 
 // PointInTimeKey is where the Job stores the snapshot it replays to, beside the source's continuous backup
 // (under the destination's S3 prefix: a restore key is always a full key). The UID keeps a later cluster of
