@@ -14,5 +14,5 @@ test-chaos: cluster-up ginkgo ## Chaos e2e on the local node for CHAOS_DURATION 
 	VERSION=$(VERSION) hack/node/images.sh
 	KUBECONFIG=$(NODE_KUBECONFIG) $(MAKE) deploy IMG=$$(cat $(NODE_DIR)/operator-image)
 	KUBECONFIG=$(NODE_KUBECONFIG) KUBECTL=$(KUBECTL) E2E_OPERATOR_IMAGE=$$(cat $(NODE_DIR)/operator-image) \
-		CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_SEED=$(CHAOS_SEED) \
+		CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_SEED=$(CHAOS_SEED) E2E_NODE_FAULT=$(CURDIR)/hack/node/fault.sh \
 		$(GINKGO) run --tags e2e --timeout 90m -v --label-filter='chaos' $(E2E_ARGS) ./tests/e2e

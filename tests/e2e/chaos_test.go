@@ -29,6 +29,9 @@ import (
 // It prints the availability (share of successful write attempts) and the longest window without a
 // successful write.
 //
+// On three nodes or more (make test-nodes leaves them up; E2E_NODE_FAULT set), a member's node is also powered
+// off and partitioned, each for less than --heal-after, and brought back.
+//
 // It carries the label "chaos" and is not part of `make test-e2e`: `make test-chaos CHAOS_DURATION=2m`
 // runs it (CHAOS_SEED replays a schedule). It needs to run as root on the node (nsenter, iptables).
 var _ = Describe("Chaos", Label("chaos"), Serial, func() {
@@ -49,6 +52,8 @@ var _ = Describe("Chaos", Label("chaos"), Serial, func() {
 		GinkgoWriter.Printf("chaos: duration %s, seed %d (CHAOS_SEED=%d replays this schedule)\n", duration, seed, seed)
 		AddReportEntry("chaos seed", seed)
 
+		nodeFaults := len(fw.Nodes()) >= 3 && framework.NodeFaultScript != ""
+		AddReportEntry("node faults", nodeFaults)
 		ns := fw.NewNamespace("chaos")
 		c := fw.NewCluster(ns, "chaos", etcdVersion, 3)
 		Expect(k8s.Create(ctx, c)).To(Succeed())
@@ -79,12 +84,37 @@ var _ = Describe("Chaos", Label("chaos"), Serial, func() {
 			// Every round injects each kind of fault once, in random order.
 			if len(round) == 0 {
 				round = []string{"member-kill", "operator-kill", "network-cut"}
+				// On several nodes: a member's node powered off and on again, and partitioned and healed, each
+				// for less than --heal-after (the member comes back; a replacement is test-nodes' scenario).
+				if nodeFaults {
+					round = append(round, "node-power-cycle", "node-partition")
+				}
 				rng.Shuffle(len(round), func(i, j int) { round[i], round[j] = round[j], round[i] })
 			}
 			kind := round[0]
 			round = round[1:]
 			faults[kind]++
 			switch kind {
+			case "node-power-cycle", "node-partition":
+				node, member := memberNodeAwayFromOperator(c)
+				hold := time.Duration(10+rng.IntN(20)) * time.Second
+				fault, undo := framework.PowerOff, framework.PowerOn
+				if kind == "node-partition" {
+					fault, undo = framework.Partition, framework.Heal
+				}
+				logf("%s: %s (member %s) for %s", kind, node, member, hold)
+				fault(node)
+				undone := false
+				DeferCleanup(func() {
+					if !undone {
+						undo(node)
+					}
+				})
+				time.Sleep(hold)
+				undo(node)
+				undone = true
+				fw.WaitNodeReady(node, true, 2*time.Minute)
+				logf("%s: %s is back", kind, node)
 			case "operator-kill":
 				logf("killing the operator")
 				killOperator()

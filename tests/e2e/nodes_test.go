@@ -119,6 +119,51 @@ var _ = Describe("Node events on three nodes", Label("nodes"), Serial, func() {
 		s.verify()
 	})
 
+	It("scales 3 to 5 to 3 and upgrades one member at a time across the nodes", func() {
+		ns := fw.NewNamespace("nodes-scale")
+		c := fw.NewCluster(ns, "nodes-scale", etcdUpgradeFrom, 3)
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		fw.WaitAvailable(c, 5*time.Minute)
+		w := fw.StartWriter(c, "/e2e/nodes-scale")
+		w.WaitProgress(20, time.Minute)
+
+		start := time.Now()
+		fw.UpdateCluster(c, func(c *etcdv1beta1.EtcdCluster) { c.Spec.Replicas = 5 })
+		expectVotingMembers(c, memberNames(c, 5), 5*time.Minute)
+		framework.ReportDuration("scale 3 to 5 on three nodes", time.Since(start))
+		// Five members on three nodes and zones: the preference spreads them two, two and one.
+		byNode, byZone := memberPlacement(c)
+		Expect(byNode).To(HaveLen(3), "members by node: %v", byNode)
+		Expect(byZone).To(HaveLen(3), "members by zone: %v", byZone)
+
+		start = time.Now()
+		fw.UpdateCluster(c, func(c *etcdv1beta1.EtcdCluster) { c.Spec.Replicas = 3 })
+		expectVotingMembers(c, memberNames(c, 3), 5*time.Minute)
+		Eventually(func() []corev1.Pod { return fw.MemberPods(c) }).WithTimeout(2 * time.Minute).Should(HaveLen(3))
+		framework.ReportDuration("scale 5 to 3 on three nodes", time.Since(start))
+
+		start = time.Now()
+		obs := startRolloutObserver(c)
+		fw.UpdateCluster(c, func(c *etcdv1beta1.EtcdCluster) { c.Spec.Version = etcdVersion })
+		Eventually(func(g Gomega) {
+			for _, p := range fw.MemberPods(c) {
+				g.Expect(p.Spec.Containers[0].Image).To(Equal(etcdRepository + ":v" + etcdVersion))
+			}
+			g.Expect(fw.GetCluster(c).Status.CurrentVersion).To(Equal(etcdVersion))
+		}).WithTimeout(10 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		fw.WaitAvailable(c, 5*time.Minute)
+		framework.ReportDuration("upgrade across three nodes", time.Since(start))
+		_, maxDown, err := obs.stop()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(maxDown).To(BeNumerically("<=", 1), "more than one member was down at once")
+		byNode, _ = memberPlacement(c)
+		Expect(byNode).To(HaveLen(3), "upgraded members by node: %v", byNode)
+		acked, failed := w.Counts()
+		AddReportEntry("writer", fmt.Sprintf("%d acknowledged, %d failed, longest gap %s",
+			acked, failed, w.LongestGap().Round(time.Millisecond)))
+		w.StopAndVerify(c)
+	})
+
 	It("reports a learner the nodes cannot place, and removes it when replicas go back", func() {
 		ns := fw.NewNamespace("beyond")
 		c := fw.NewCluster(ns, "beyond", etcdVersion, 3)
