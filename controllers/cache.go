@@ -42,6 +42,11 @@ func CacheOptions(watchNamespace string) cache.Options {
 		&batchv1.Job{}: {Label: owned.Label, Transform: withoutManagedFields(stripJobTemplate)},
 		// Only the operator's certificate Secrets: never the namespaces' other Secrets.
 		&corev1.Secret{}: owned,
+		// The StatefulSets' revisions (labelled with the member template's labels) as digests of their pod
+		// templates without placement: all podUpToDate compares (digestRevision).
+		&appsv1.ControllerRevision{}: {Label: owned.Label, Transform: withoutManagedFields(digestRevision)},
+		// Every node (members run on any), reduced to its zone label and readiness (trimNode).
+		&corev1.Node{}: {Transform: withoutManagedFields(trimNode)},
 	},
 		// managedFields are most of a cached object's size and only applyIfChanged needs them, from a
 		// live read when an object changed (~10 MiB less held at 1,000 clusters; docs/benchmarks.md).
@@ -122,8 +127,11 @@ func trimStatefulSetTemplate(obj any) {
 	}
 }
 
+// trimPodSpec keeps what readMemberPodSpec keeps, and the node the pod runs on (failure tolerance).
 func trimPodSpec(obj any) {
 	if p, ok := obj.(*corev1.Pod); ok {
+		node := p.Spec.NodeName
 		p.Spec = readMemberPodSpec(p.Spec)
+		p.Spec.NodeName = node
 	}
 }

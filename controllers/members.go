@@ -210,6 +210,7 @@ func (r *EtcdClusterReconciler) recordTransitions(before, after *etcdv1beta1.Etc
 		typ := corev1.EventTypeNormal
 		if (cond.Type == etcdv1beta1.ConditionDegraded && cond.Status == "True") ||
 			(cond.Type == etcdv1beta1.ConditionAvailable && cond.Status == "False" && cond.Reason != ReasonBootstrapping) ||
+			(cond.Type == etcdv1beta1.ConditionSpread && cond.Status == "False") ||
 			cond.Reason == ReasonBlocked {
 			typ = corev1.EventTypeWarning
 		}

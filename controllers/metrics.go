@@ -19,8 +19,8 @@ import (
 
 // Per-cluster metrics, derived from the status each reconcile computes (docs/metrics.md). Every series
 // carries the cluster's namespace and name; the only other labels take a bounded set of values: member
-// names (one per member, at most 7 voting members), certificate names, condition types, alarm types and
-// versions.
+// names (one per member, at most 7 voting members), certificate names, condition types, alarm types,
+// versions and the topologies of failure tolerance (node, zone).
 
 const metricsPrefix = "etcd_operator_"
 
@@ -83,10 +83,14 @@ var (
 	descCertificateExpiry = newClusterDesc("certificate_expiry_timestamp_seconds",
 		"Unix time the operator-managed certificate expires.",
 		append(clusterLabels, "certificate"), nil)
+	descClusterFailuresTolerated = newClusterDesc("cluster_failures_tolerated",
+		"How many nodes (topology=node) or zones (topology=zone) may fail at once without costing the cluster's quorum, "+
+			"judged from where its healthy voting members run now.",
+		append(clusterLabels, "topology"), nil)
 
 	allClusterDescs = []*prometheus.Desc{descClusterMembers, descClusterHasLeader, descClusterQuorum, descClusterCondition, descClusterConditionSince,
 		descClusterAlarms, descClusterDBQuota, descClusterInfo, descMemberDBSize, descMemberDBSizeInUse, descBackupLastSuccess,
-		descCertificateExpiry, descMembershipSteps, descMaintenanceSteps}
+		descCertificateExpiry, descClusterFailuresTolerated, descMembershipSteps, descMaintenanceSteps}
 
 	// Counters of the steps the operator takes, kept per cluster by the collector (clusterCollector.steps).
 	descMembershipSteps = newClusterDesc("membership_steps_total",
@@ -100,7 +104,7 @@ var (
 
 	// metricConditions are the condition types exported, in order.
 	metricConditions = []string{etcdv1beta1.ConditionAvailable, etcdv1beta1.ConditionProgressing,
-		etcdv1beta1.ConditionDegraded, etcdv1beta1.ConditionBackupSucceeded}
+		etcdv1beta1.ConditionDegraded, etcdv1beta1.ConditionBackupSucceeded, etcdv1beta1.ConditionSpread}
 	// metricAlarms are the alarm types always exported (zero when none is active).
 	metricAlarms = []etcd.AlarmType{etcd.AlarmNoSpace, etcd.AlarmCorrupt}
 )
@@ -183,8 +187,18 @@ func clusterMetrics(c *etcdv1beta1.EtcdCluster) []prometheus.Metric {
 			gauge(descCertificateExpiry, unixSeconds(cert.NotAfter), cert.Name)
 		}
 	}
+	if ft := st.FailureTolerance; ft != nil {
+		gauge(descClusterFailuresTolerated, float64(ft.Nodes), topologyNode)
+		gauge(descClusterFailuresTolerated, float64(ft.Zones), topologyZone)
+	}
 	return out
 }
+
+// Values of etcd_operator_cluster_failures_tolerated's topology label.
+const (
+	topologyNode = "node"
+	topologyZone = "zone"
+)
 
 func boolValue(b bool) float64 {
 	if b {
@@ -277,6 +291,9 @@ func metricsView(c *etcdv1beta1.EtcdCluster) *etcdv1beta1.EtcdCluster {
 	}
 	for _, cond := range st.Conditions {
 		vs.Conditions = append(vs.Conditions, metav1.Condition{Type: cond.Type, Status: cond.Status, LastTransitionTime: cond.LastTransitionTime})
+	}
+	if st.FailureTolerance != nil {
+		vs.FailureTolerance = st.FailureTolerance.DeepCopy()
 	}
 	if st.TLS != nil {
 		vs.TLS = &etcdv1beta1.TLSStatus{}

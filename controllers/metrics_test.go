@@ -27,7 +27,7 @@ import (
 var metricsEpoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // metricsCluster is a cluster with a leader, a healthy voter, a learner catching up, an unhealthy voter
-// and a member the operator did not add; TLS certificates and a successful backup.
+// and a member the operator did not add; TLS certificates and a successful backup; voters sharing a zone.
 func metricsCluster(ns, name string) *etcdv1beta1.EtcdCluster {
 	at := func(d time.Duration) metav1.Time { return metav1.NewTime(metricsEpoch.Add(d)) }
 	backup := at(-time.Hour)
@@ -41,7 +41,9 @@ func metricsCluster(ns, name string) *etcdv1beta1.EtcdCluster {
 				{Type: etcdv1beta1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: ReasonQuorumHealthy},
 				{Type: etcdv1beta1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: "Upgrading"},
 				{Type: etcdv1beta1.ConditionDegraded, Status: metav1.ConditionUnknown, Reason: "Unknown"},
+				{Type: etcdv1beta1.ConditionSpread, Status: metav1.ConditionFalse, Reason: ReasonVotersShareZone},
 			},
+			FailureTolerance: &etcdv1beta1.FailureTolerance{Nodes: 1},
 			Members: []etcdv1beta1.MemberStatus{
 				{Name: name + "-0", ID: "8e9e05c52164694d", Leader: true, Healthy: true, DBSizeBytes: 4096, DBSizeInUseBytes: 2048},
 				{Name: name + "-1", ID: "91bc3c398fb3c146", Healthy: true, DBSizeBytes: 8192, DBSizeInUseBytes: 1024},
@@ -81,9 +83,14 @@ etcd_operator_cluster_alarms{alarm="NOSPACE",cluster="main",namespace="prod"} 2
 etcd_operator_cluster_condition{cluster="main",condition="Available",namespace="prod"} 1
 etcd_operator_cluster_condition{cluster="main",condition="Degraded",namespace="prod"} 0
 etcd_operator_cluster_condition{cluster="main",condition="Progressing",namespace="prod"} 1
+etcd_operator_cluster_condition{cluster="main",condition="Spread",namespace="prod"} 0
 # HELP etcd_operator_cluster_db_quota_bytes The members' configured database space quota (spec.etcd.quotaBackendSize, or the default derived from spec.storageSize).
 # TYPE etcd_operator_cluster_db_quota_bytes gauge
 etcd_operator_cluster_db_quota_bytes{cluster="main",namespace="prod"} 2.147483648e+09
+# HELP etcd_operator_cluster_failures_tolerated How many nodes (topology=node) or zones (topology=zone) may fail at once without costing the cluster's quorum, judged from where its healthy voting members run now.
+# TYPE etcd_operator_cluster_failures_tolerated gauge
+etcd_operator_cluster_failures_tolerated{cluster="main",namespace="prod",topology="node"} 1
+etcd_operator_cluster_failures_tolerated{cluster="main",namespace="prod",topology="zone"} 0
 # HELP etcd_operator_cluster_has_leader 1 when a member of the cluster reports itself the raft leader, else 0 (also when etcd cannot be reached).
 # TYPE etcd_operator_cluster_has_leader gauge
 etcd_operator_cluster_has_leader{cluster="main",namespace="prod"} 1
@@ -137,7 +144,7 @@ func TestClusterMetricsFollowStatus(t *testing.T) {
 	lost := main.DeepCopy()
 	lost.Status.Members = []etcdv1beta1.MemberStatus{{Name: "main-2", Healthy: true, DBSizeBytes: 1 << 20, DBSizeInUseBytes: 1 << 19}}
 	lost.Status.Conditions = []metav1.Condition{{Type: etcdv1beta1.ConditionAvailable, Status: metav1.ConditionFalse, Reason: "QuorumLost"}}
-	lost.Status.TLS, lost.Status.LastBackupTime, lost.Status.Alarms = nil, nil, nil
+	lost.Status.TLS, lost.Status.LastBackupTime, lost.Status.Alarms, lost.Status.FailureTolerance = nil, nil, nil, nil
 	cc.observe(lost)
 
 	const want = `
@@ -162,6 +169,7 @@ etcd_operator_cluster_condition{cluster="main",condition="Available",namespace="
 etcd_operator_cluster_condition{cluster="other",condition="Available",namespace="dev"} 1
 etcd_operator_cluster_condition{cluster="other",condition="Degraded",namespace="dev"} 0
 etcd_operator_cluster_condition{cluster="other",condition="Progressing",namespace="dev"} 1
+etcd_operator_cluster_condition{cluster="other",condition="Spread",namespace="dev"} 0
 # HELP etcd_operator_cluster_members Members in the cluster's status by state, each counted once in the first state that applies: unknown (in etcd but not added by the operator), unhealthy, learner, voter (healthy voting member).
 # TYPE etcd_operator_cluster_members gauge
 etcd_operator_cluster_members{cluster="main",namespace="prod",state="learner"} 0
@@ -182,6 +190,7 @@ etcd_operator_cluster_members{cluster="other",namespace="dev",state="voter"} 2
 		"etcd_operator_certificate_expiry_timestamp_seconds":  2, // other's only
 		"etcd_operator_backup_last_success_timestamp_seconds": 1,
 		"etcd_operator_member_db_size_in_use_bytes":           5,
+		"etcd_operator_cluster_failures_tolerated":            2, // other's only
 	} {
 		if got := testutil.CollectAndCount(cc, name); got != n {
 			t.Errorf("%s: %d series, want %d", name, got, n)
@@ -278,6 +287,7 @@ etcd_operator_cluster_info{cluster="new",current_version="",namespace="ns",versi
 		"etcd_operator_member_db_size_bytes":                  0,
 		"etcd_operator_backup_last_success_timestamp_seconds": 0,
 		"etcd_operator_certificate_expiry_timestamp_seconds":  0,
+		"etcd_operator_cluster_failures_tolerated":            0,
 	} {
 		if got := testutil.CollectAndCount(cc, name); got != n {
 			t.Errorf("%s: %d series, want %d", name, got, n)

@@ -92,6 +92,11 @@ type observation struct {
 	// tls is the cluster's CA and certificates; tlsStatus what status reports of them.
 	tls       tlsObservation
 	tlsStatus *etcdv1beta1.TLSStatus
+	// revisions are the digests of the StatefulSet's revisions that pods not on its update revision run,
+	// and of the update revision, by name (revisionDigests); nodes what the member pods' nodes are
+	// (memberNodes), by name.
+	revisions map[string]string
+	nodes     map[string]memberNode
 }
 
 // MemberURLs resolves a member to the URLs the operator registers in etcd and dials.
@@ -245,6 +250,12 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta1.Etcd
 	slices.SortFunc(obs.pods, func(a, b corev1.Pod) int {
 		return resources.MemberOrdinal(c, a.Name) - resources.MemberOrdinal(c, b.Name)
 	})
+	if obs.revisions, err = r.revisionDigests(ctx, c, obs.statefulSet, obs.pods); err != nil {
+		return obs, err
+	}
+	if obs.nodes, err = r.memberNodes(ctx, obs.pods); err != nil {
+		return obs, err
+	}
 	for i := range obs.pods {
 		p := &obs.pods[i]
 		obs.podByOrdinal[resources.MemberOrdinal(c, p.Name)] = p
@@ -252,7 +263,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta1.Etcd
 		if podReady(p) {
 			obs.readyReplicas++
 		}
-		if !podUpToDate(p, c, obs.statefulSet, obs.options) {
+		if !podUpToDate(p, c, obs.statefulSet, obs.options, obs.revisions) {
 			obs.outdatedPods = append(obs.outdatedPods, p.Name)
 		}
 	}
@@ -669,11 +680,20 @@ func (obs observation) recoveryInput(c *etcdv1beta1.EtcdCluster) membership.Reco
 // defaultRecoveryAfter is spec.recovery.after's default (the CRD sets it; this covers objects stored before).
 const defaultRecoveryAfter = 5 * time.Minute
 
-// podUpToDate: the pod runs the StatefulSet's current revision (or, before the StatefulSet controller
-// reported one, the desired image).
-func podUpToDate(p *corev1.Pod, c *etcdv1beta1.EtcdCluster, sts *appsv1.StatefulSet, o resources.Options) bool {
-	if sts != nil && sts.Status.UpdateRevision != "" && sts.Status.ObservedGeneration == sts.Generation {
-		return p.Labels[appsv1.ControllerRevisionHashLabelKey] == sts.Status.UpdateRevision
+// podUpToDate: the pod runs the StatefulSet's update revision, or a revision whose template differs from it
+// only in placement (revisions holds their digests: revisionDigests); before the StatefulSet controller
+// reported a revision, the pod runs the desired image. Placement (affinity, topology spread constraints) is
+// read only when a pod is scheduled: restarting a member for it would move nothing already placed, and an
+// operator upgrade that changes the default placement would restart every member of every cluster. A new
+// placement applies when a member's pod is next created.
+func podUpToDate(p *corev1.Pod, c *etcdv1beta1.EtcdCluster, sts *appsv1.StatefulSet, o resources.Options, revisions map[string]string) bool {
+	if revisionKnown(sts) {
+		rev := p.Labels[appsv1.ControllerRevisionHashLabelKey]
+		if rev == sts.Status.UpdateRevision {
+			return true
+		}
+		digest, update := revisions[rev], revisions[sts.Status.UpdateRevision]
+		return digest != "" && digest == update
 	}
 	return podImage(p) == resources.Image(c, o)
 }

@@ -122,6 +122,10 @@ func computeStatus(c *etcdv1beta1.EtcdCluster, obs observation, d membership.Dec
 		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: cond.typ, Status: cond.state.status, Reason: cond.state.reason,
 			Message: cond.state.message, ObservedGeneration: c.Generation, LastTransitionTime: metav1.NewTime(now)})
 	}
+	if st, ok := spreadStatus(&s, c, obs, s.Members); ok {
+		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: etcdv1beta1.ConditionSpread, Status: st.status, Reason: st.reason,
+			Message: st.message, ObservedGeneration: c.Generation, LastTransitionTime: metav1.NewTime(now)})
+	}
 	if rec := finishedRecovery(obs, d, now); rec != nil {
 		s.LastRecovery = rec
 	}

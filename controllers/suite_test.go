@@ -51,6 +51,8 @@ var (
 	serverMinor int
 	// agentURLs maps a continuous backup agent's pod (namespace/name) to the URL of its report.
 	agentURLs sync.Map
+	// mgrClient is the manager's client: it reads from the manager's cache, as the operator does.
+	mgrClient client.Client
 )
 
 func TestControllers(t *testing.T) {
@@ -93,6 +95,7 @@ var _ = BeforeSuite(func() {
 		Cache:   CacheOptions(watchedNS + "," + watchedNS2),
 	})
 	Expect(err).NotTo(HaveOccurred())
+	mgrClient = mgr.GetClient()
 	r := &EtcdClusterReconciler{
 		Client:    mgr.GetClient(),
 		Scheme:    mgr.GetScheme(),

@@ -468,16 +468,43 @@ type PodSpec struct {
 	// Tolerations of the member pods.
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
-	// Affinity of the member pods. Default: prefer spreading members across nodes.
+	// Affinity of the member pods. Set, it replaces the operator's default placement (see spread).
 	// +optional
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
-	// TopologySpreadConstraints of the member pods.
+	// TopologySpreadConstraints of the member pods. Set, they replace the operator's default placement (see
+	// spread).
 	// +optional
 	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	// Spread says how strictly the default placement spreads members over zones (topology.kubernetes.io/zone)
+	// and nodes (kubernetes.io/hostname): topology spread constraints with maxSkew 1 over the cluster's
+	// members, and a preference for nodes without a member. Preferred (empty) lets the scheduler place a
+	// member anyway when an even spread is not possible; Required makes it wait instead (whenUnsatisfiable
+	// DoNotSchedule), and then only nodes labelled with a zone can take members. The default placement
+	// applies only while affinity and topologySpreadConstraints are both unset: either one set, the pods get
+	// exactly the placement given there and spread has no effect. A placement change never restarts a
+	// member: it applies to each member when its pod is next created (a heal, a rolling restart, a node
+	// drain). status.failureTolerance and the Spread condition report how the members are spread.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Spread over zones and nodes",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Preferred","urn:alm:descriptor:com.tectonic.ui:select:Required","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Spread SpreadPolicy `json:"spread,omitempty"`
 	// PriorityClassName of the member pods.
 	// +optional
 	PriorityClassName string `json:"priorityClassName,omitempty"`
 }
+
+// SpreadPolicy is how strictly the default placement spreads members over zones and nodes.
+// +kubebuilder:validation:Enum=Preferred;Required
+type SpreadPolicy string
+
+// Spread policies.
+const (
+	// SpreadPreferred: the scheduler spreads members as evenly as it can and places them anyway when it
+	// cannot (whenUnsatisfiable ScheduleAnyway).
+	SpreadPreferred SpreadPolicy = "Preferred"
+	// SpreadRequired: a member waits, Pending, rather than be placed where zones or nodes would differ by
+	// more than one member (whenUnsatisfiable DoNotSchedule).
+	SpreadRequired SpreadPolicy = "Required"
+)
 
 // RetentionPolicyType says whether a member volume is kept or deleted.
 // +kubebuilder:validation:Enum=Retain;Delete
@@ -626,6 +653,9 @@ const (
 	ConditionBackupSucceeded = "BackupSucceeded"
 	// ConditionContinuousBackup: whether the continuous backup agent captures (absent while it is off).
 	ConditionContinuousBackup = "ContinuousBackup"
+	// ConditionSpread: False when voting members share a node or a zone whose loss alone would cost quorum
+	// (absent until every member's pod has been scheduled once).
+	ConditionSpread = "Spread"
 )
 
 // MemberStatus is one etcd member as observed.
@@ -724,7 +754,7 @@ type EtcdClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Phase",xDescriptors={"urn:alm:descriptor:io.kubernetes.phase"}
 	Phase ClusterPhase `json:"phase,omitempty"`
-	// Conditions: Available, Progressing, Degraded, BackupSucceeded.
+	// Conditions: Available, Progressing, Degraded, BackupSucceeded, ContinuousBackup, Spread.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -797,9 +827,26 @@ type EtcdClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Defragmentation sweeps"
 	Defragmentation *DefragmentationStatus `json:"defragmentation,omitempty"`
+	// FailureTolerance is how many node and zone failures the cluster survives now without losing quorum,
+	// judged from the nodes and zones its healthy voting members run in.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Failures tolerated"
+	FailureTolerance *FailureTolerance `json:"failureTolerance,omitempty"`
 	// Selector of the member pods, for the scale subresource.
 	// +optional
 	Selector string `json:"selector,omitempty"`
+}
+
+// FailureTolerance counts the failures the cluster survives now: k nodes (zones) are tolerated when losing
+// the k nodes (zones) that hold the most healthy voting members still leaves a quorum of voters. A voter
+// counts only while it is healthy, its pod is scheduled and its node is not NotReady; a voter on a node
+// without the topology.kubernetes.io/zone label counts as lost in every zone failure (its zone is unknown),
+// so a cluster whose nodes carry no zone label tolerates no zone failure.
+type FailureTolerance struct {
+	// Nodes is how many nodes may fail at once without costing quorum.
+	Nodes int32 `json:"nodes"`
+	// Zones is how many zones may fail at once without costing quorum.
+	Zones int32 `json:"zones"`
 }
 
 // DefragmentAnnotation on an EtcdCluster asks for one sweep that defragments every member in turn: set it
@@ -854,6 +901,8 @@ type DefragmentationSweep struct {
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=".spec.replicas"
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=".status.readyReplicas"
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=".status.phase"
+// +kubebuilder:printcolumn:name="Node-Failures-Tolerated",type=integer,JSONPath=".status.failureTolerance.nodes",priority=1
+// +kubebuilder:printcolumn:name="Zone-Failures-Tolerated",type=integer,JSONPath=".status.failureTolerance.zones",priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
 // +operator-sdk:csv:customresourcedefinitions:displayName="etcd Cluster",resources={{Event,v1,""},{StatefulSet,v1,""},{Service,v1,""},{ConfigMap,v1,""},{PodDisruptionBudget,v1,""},{CronJob,v1,""},{Job,v1,""},{Pod,v1,""},{PersistentVolumeClaim,v1,""}}
 type EtcdCluster struct {

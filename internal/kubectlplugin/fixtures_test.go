@@ -40,7 +40,9 @@ func healthyCluster() *etcdv1beta1.EtcdCluster {
 				cond("Available", "True", "QuorumHealthy", "3 of 3 voting members healthy (quorum 2)", 71*time.Hour),
 				cond("Degraded", "False", "AsExpected", "no problems observed", 71*time.Hour),
 				cond("BackupSucceeded", "True", "BackupSucceeded", "scheduled backup prod-etcd-backup-29402520 stored pvc://prod-etcd-backups/etcd-prod/prod-etcd/scheduled/prod-etcd-20261124T020000Z-r48211.db (revision 48211, 25362464 bytes)", 12*time.Hour+29*time.Minute),
+				cond("Spread", "True", "VotersSpread", "3 voting members on 3 nodes in 3 zones: no node or zone holds enough of them for its loss alone to cost quorum", 71*time.Hour),
 			},
+			FailureTolerance: &etcdv1beta1.FailureTolerance{Nodes: 1, Zones: 1},
 			Members: []etcdv1beta1.MemberStatus{
 				{Name: "prod-etcd-0", ID: "8e9e05c52164694d", Leader: true, Healthy: true, Version: "3.5.17", DBSizeBytes: 41 * mib, DBSizeInUseBytes: 24 * mib},
 				{Name: "prod-etcd-1", ID: "91bc3c398fb3c146", Healthy: true, Version: "3.5.17", DBSizeBytes: 40 * mib, DBSizeInUseBytes: 24 * mib},
@@ -75,7 +77,10 @@ func scalingCluster() (*etcdv1beta1.EtcdCluster, []etcdv1beta1.EtcdBackup) {
 		cond("Progressing", "True", "Scaling", "adding member prod-etcd-3 as a learner; promoting it once it has caught up", 4*time.Minute),
 		cond("Degraded", "True", "MembersUnhealthy", "2 of 3 voting members healthy; unhealthy: prod-etcd-2", 3*time.Minute),
 		cond("BackupSucceeded", "True", "BackupSucceeded", "scheduled backup prod-etcd-backup-29402520 stored pvc://prod-etcd-backups/etcd-prod/prod-etcd/scheduled/prod-etcd-20261124T020000Z-r48211.db (revision 48211, 25362464 bytes)", 12*time.Hour+29*time.Minute),
+		cond("Spread", "True", "VotersSpread", "3 voting members on 3 nodes in 3 zones: no node or zone holds enough of them for its loss alone to cost quorum", 71*time.Hour),
 	}
+	// A voter down: one more node failure would cost quorum.
+	s.FailureTolerance = &etcdv1beta1.FailureTolerance{}
 	s.Members[2].Healthy, s.Members[2].Version, s.Members[2].DBSizeBytes, s.Members[2].DBSizeInUseBytes = false, "", 0, 0
 	s.Members[2].UnhealthySince = ptr.To(ago(3*time.Minute + 12*time.Second))
 	s.Members = append(s.Members, etcdv1beta1.MemberStatus{Name: "prod-etcd-3", ID: "2f1a5c3b9e4d6071", Learner: true,

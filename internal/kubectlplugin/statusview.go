@@ -48,6 +48,9 @@ func renderStatus(w *strings.Builder, v StatusView) {
 		fmt.Fprintf(w, "  Endpoint:  %s\n", s.ClientEndpoint)
 	}
 	fmt.Fprintf(w, "  Security:  %s\n", securityLine(c))
+	if ft := s.FailureTolerance; ft != nil {
+		fmt.Fprintf(w, "  Survives:  %s\n", p.paint(toleranceColor(ft), toleranceLine(ft)))
+	}
 	if c.Spec.Paused {
 		fmt.Fprintf(w, "  %s\n", p.paint(yellow, "Paused: the operator changes nothing until spec.paused is false."))
 	}
@@ -112,6 +115,25 @@ func securityLine(c *etcdv1beta1.EtcdCluster) string {
 		auth = map[bool]string{true: "on", false: "off"}[*a]
 	}
 	return "TLS " + tls + ", authentication " + auth
+}
+
+// toleranceLine says how many node and zone failures the cluster survives now (status.failureTolerance).
+func toleranceLine(ft *etcdv1beta1.FailureTolerance) string {
+	failures := func(n int32, what string) string {
+		if n == 1 {
+			return "1 " + what + " failure"
+		}
+		return fmt.Sprintf("%d %s failures", n, what)
+	}
+	return failures(ft.Nodes, "node") + " and " + failures(ft.Zones, "zone") + " without losing quorum"
+}
+
+// toleranceColor: a cluster one node failure away from losing quorum is worth a look.
+func toleranceColor(ft *etcdv1beta1.FailureTolerance) color {
+	if ft.Nodes == 0 {
+		return yellow
+	}
+	return none
 }
 
 // conditionOrder puts the conditions users read first at the top; others follow by name.

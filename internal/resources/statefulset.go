@@ -98,13 +98,10 @@ func podTemplate(c *etcdv1beta1.EtcdCluster, o Options, restore *RestoreSource, 
 	for i := range c.Spec.Pod.Tolerations {
 		spec.WithTolerations(toleration(&c.Spec.Pod.Tolerations[i]))
 	}
-	for i := range c.Spec.Pod.TopologySpreadConstraints {
-		spec.WithTopologySpreadConstraints(topologySpread(&c.Spec.Pod.TopologySpreadConstraints[i]))
-	}
 	if c.Spec.Pod.PriorityClassName != "" {
 		spec.WithPriorityClassName(c.Spec.Pod.PriorityClassName)
 	}
-	spec.WithAffinity(affinity(c))
+	withPlacement(spec, c)
 
 	tpl := corev1ac.PodTemplateSpec().WithLabels(labels).WithSpec(spec)
 	if len(c.Spec.Pod.Annotations) > 0 {
@@ -237,12 +234,52 @@ func resourceRequirements(c *etcdv1beta1.EtcdCluster) *corev1ac.ResourceRequirem
 	return ac
 }
 
-// affinity is the user's affinity, or by default a preference to spread members across nodes so that one
-// node failure costs at most one member.
-func affinity(c *etcdv1beta1.EtcdCluster) *corev1ac.AffinityApplyConfiguration {
-	if c.Spec.Pod.Affinity != nil {
-		return affinityFrom(c.Spec.Pod.Affinity)
+// withPlacement sets where members may run: the user's affinity and topology spread constraints as given
+// when either is set, else the default placement. Placement is read only when a pod is scheduled, so a
+// change of it alone never restarts a member (the controller counts a pod whose revision differs only in
+// placement as up to date): it applies when a member's pod is next created.
+func withPlacement(spec *corev1ac.PodSpecApplyConfiguration, c *etcdv1beta1.EtcdCluster) {
+	if c.Spec.Pod.Affinity != nil || len(c.Spec.Pod.TopologySpreadConstraints) > 0 {
+		if c.Spec.Pod.Affinity != nil {
+			spec.WithAffinity(affinityFrom(c.Spec.Pod.Affinity))
+		}
+		for i := range c.Spec.Pod.TopologySpreadConstraints {
+			spec.WithTopologySpreadConstraints(topologySpread(&c.Spec.Pod.TopologySpreadConstraints[i]))
+		}
+		return
 	}
+	spec.WithTopologySpreadConstraints(defaultSpread(c)...).WithAffinity(defaultAffinity(c))
+}
+
+// spreadTopologyKeys are the labels the default placement spreads members over, widest first: a zone
+// failure takes every node in it.
+var spreadTopologyKeys = []string{corev1.LabelTopologyZone, corev1.LabelHostname}
+
+// defaultSpread keeps members within one of each other per zone and per node, so that one zone or node
+// failure costs as few voters as the topology allows. Preferred by default: a member placed unevenly still
+// serves, and status reports the tolerance that placement leaves (Spread condition, failureTolerance).
+// Required makes the scheduler keep a member Pending instead; nodes without a zone label then take none.
+func defaultSpread(c *etcdv1beta1.EtcdCluster) []*corev1ac.TopologySpreadConstraintApplyConfiguration {
+	when := corev1.ScheduleAnyway
+	if c.Spec.Pod.Spread == etcdv1beta1.SpreadRequired {
+		when = corev1.DoNotSchedule
+	}
+	out := make([]*corev1ac.TopologySpreadConstraintApplyConfiguration, 0, len(spreadTopologyKeys))
+	for _, key := range spreadTopologyKeys {
+		out = append(out, corev1ac.TopologySpreadConstraint().
+			WithMaxSkew(1).
+			WithTopologyKey(key).
+			WithWhenUnsatisfiable(when).
+			WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(c))))
+	}
+	return out
+}
+
+// defaultAffinity prefers nodes without a member. It complements the spread constraints rather than
+// duplicating them: the scheduler scores spread constraints only on nodes carrying every one of their
+// topology labels, so on nodes without a zone label (bare metal, single-zone clusters) only this preference
+// keeps members on separate nodes.
+func defaultAffinity(c *etcdv1beta1.EtcdCluster) *corev1ac.AffinityApplyConfiguration {
 	return corev1ac.Affinity().WithPodAntiAffinity(corev1ac.PodAntiAffinity().
 		WithPreferredDuringSchedulingIgnoredDuringExecution(corev1ac.WeightedPodAffinityTerm().
 			WithWeight(100).

@@ -101,6 +101,6 @@ var _ = Describe("Upgrade with kustomize (make deploy over a running release)", 
 		Expect(memberPods(c)).To(Equal(before))
 		sts := &appsv1.StatefulSet{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Name}, sts)).To(Succeed())
-		Expect(sts.Status.UpdateRevision).To(Equal(sts.Status.CurrentRevision))
+		expectSameMemberTemplate(sts)
 	})
 })
