@@ -39,6 +39,13 @@ var _ = Describe("Node events on three nodes", Label("nodes"), Serial, func() {
 		nodes, zones := memberPlacement(c)
 		Expect(nodes).To(HaveLen(3), "members by node: %v", nodes)
 		Expect(zones).To(HaveLen(3), "members by zone: %v", zones)
+		By("status says the cluster survives the loss of one node or one zone")
+		Eventually(func(g Gomega) {
+			cur := fw.GetCluster(c)
+			g.Expect(cur.Status.FailureTolerance).NotTo(BeNil())
+			g.Expect(*cur.Status.FailureTolerance).To(Equal(etcdv1beta1.FailureTolerance{Nodes: 1, Zones: 1}))
+			g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1beta1.ConditionSpread)).To(BeTrue())
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 		w.StopAndVerify(c)
 		s.verify()
 	})
