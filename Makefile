@@ -42,12 +42,14 @@ GINKGO_VERSION := $(shell awk '$$1=="github.com/onsi/ginkgo/v2" {print $$2}' go.
 # Kubernetes and etcd versions come from the wrapper modules under hack/tools (one place to change them).
 K8S_VERSION := $(shell awk '$$1=="require" && $$2=="k8s.io/kubernetes" {print $$3}' hack/tools/kubernetes/go.mod)
 ETCD_VERSION := $(shell awk '$$1=="go.etcd.io/etcd/server/v3" {print $$2}' hack/tools/etcd/go.mod)
+HELM_VERSION := $(shell awk '$$1=="require" && $$2=="helm.sh/helm/v3" {print $$3} $$1=="helm.sh/helm/v3" {print $$2}' hack/tools/helm/go.mod | head -1)
 
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 MINIO ?= $(LOCALBIN)/minio-$(MINIO_VERSION)
 GINKGO ?= $(LOCALBIN)/ginkgo-$(GINKGO_VERSION)
+HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 KUBE_BIN := $(LOCALBIN)/k8s/$(K8S_VERSION)
 ETCD_BIN := $(LOCALBIN)/etcd/$(ETCD_VERSION)
 # The newest of the node's further etcd versions (hack/node/tools/etcd-<version>).
@@ -113,9 +115,18 @@ lint: golangci-lint ## golangci-lint with the bug-finding linters of .golangci.y
 ##@ Test
 
 .PHONY: test
-test: manifests generate fmt vet envtest etcd etcd-next minio ## Unit, golden-file, real-etcd, real-S3 and envtest suites, then the OLM render check (offline).
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" ETCD_BIN_DIR="$(ETCD_BIN)" ETCD_NEXT_BIN_DIR="$(ETCD_NEXT_BIN)" MINIO_BIN="$(MINIO)" go test -tags failpoints $$(go list ./... | grep -v /tests/e2e) -coverprofile cover.out
-	$(MAKE) olm-render-check
+test: manifests generate fmt vet envtest etcd etcd-next minio helm kustomize ## Unit, golden-file, real-etcd, real-S3, envtest and Helm chart suites, then the OLM render check and helm lint (offline).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" ETCD_BIN_DIR="$(ETCD_BIN)" ETCD_NEXT_BIN_DIR="$(ETCD_NEXT_BIN)" MINIO_BIN="$(MINIO)" \
+	  HELM="$(HELM)" KUSTOMIZE="$(KUSTOMIZE)" VERSION="$(VERSION)" go test -tags failpoints $$(go list ./... | grep -v /tests/e2e) -coverprofile cover.out
+	$(MAKE) olm-render-check helm-lint
+
+.PHONY: test-chart
+test-chart: helm kustomize ## The Helm chart alone: its generated files are current and it renders what config/default installs (tests/chart).
+	HELM="$(HELM)" KUSTOMIZE="$(KUSTOMIZE)" VERSION="$(VERSION)" go test ./tests/chart -count=1
+
+.PHONY: helm-lint
+helm-lint: helm ## helm lint the chart (strict, at the oldest Kubernetes the operator supports).
+	$(HELM) lint --strict --kube-version 1.30.0 charts/etcd-operator
 
 .PHONY: test-bundle
 test-bundle: bundle-check bundle-validate operatorhub ## bundle/ regenerates unchanged from config/ and the API markers, and it and catalog/ pass the OperatorHub, community and opm checks; the community submission tree builds and validates (offline).
@@ -138,6 +149,10 @@ update-golden: ## Rewrite golden files from the builders.
 	go test ./internal/resources/... -update
 
 ##@ Build
+
+.PHONY: chart
+chart: manifests ## Regenerate the Helm chart's generated files: crds/ (config/crd/bases), the RBAC rules (config/rbac) and the version (VERSION).
+	VERSION="$(VERSION)" go test ./tests/chart -run '^TestGenerated$$' -count=1 -update
 
 .PHONY: build
 build: manifests generate fmt vet ## Build the manager binary.
@@ -209,6 +224,10 @@ $(CONTROLLER_GEN): | $(LOCALBIN)
 golangci-lint: $(GOLANGCI_LINT)
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
+
+.PHONY: helm
+helm: ## Build helm from its pinned wrapper module (hack/tools/helm) into bin/ (the chart checks and make olm-render).
+	OUT=$(HELM) hack/build-helm.sh
 
 .PHONY: ginkgo
 ginkgo: $(GINKGO)

@@ -4,9 +4,7 @@
 # committed render olm-up installs (hack/olm/render.sh). Builds helm (hack/tools/helm) for that only; run it after
 # changing the OLM version or the values, and commit the result (`make test` fails until then: render-check.sh).
 source "$(dirname "$0")/lib.sh"
-LDFLAGS="-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" \
-  go_build_stale "$HELM" "$(stamp_of "$ROOT/hack/tools/helm/go.mod" "$ROOT/hack/tools/helm/go.sum")" "$ROOT/hack/tools/helm" \
-  helm.sh/helm/v3/cmd/helm
+OUT=$HELM "$ROOT/hack/build-helm.sh"
 mod=$(olm_module_dir)
 [ -d "$mod/deploy/chart" ] || die "no deploy/chart in the OLM module ($mod)"
 {
