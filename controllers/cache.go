@@ -42,6 +42,8 @@ func CacheOptions(watchNamespace string) cache.Options {
 		&batchv1.Job{}: {Label: owned.Label, Transform: withoutManagedFields(stripJobTemplate)},
 		// Only the operator's certificate Secrets: never the namespaces' other Secrets.
 		&corev1.Secret{}: owned,
+		// Nodes (cluster-scoped, every one: a member pod may be bound to any) without their image lists.
+		&corev1.Node{}: {Transform: withoutManagedFields(trimNode)},
 	},
 		// managedFields are most of a cached object's size and only applyIfChanged needs them, from a
 		// live read when an object changed (~10 MiB less held at 1,000 clusters; docs/benchmarks.md).
@@ -99,8 +101,9 @@ func cachedForm(obj client.Object, scheme *runtime.Scheme) (client.Object, error
 
 // readMemberPodSpec is what the operator reads of a member pod spec, from the StatefulSet's template or a
 // member pod: each container's name, image, environment, arguments and probes (the member gate and its
-// marks, the restore step's recovery, the etcd image, the advertised URLs and the probe settings). Everything else of a cached spec is dropped. The operator never writes a cached object back: it
-// applies the objects it builds and compares them on a live read (applyIfChanged).
+// marks, the restore step's recovery, the etcd image, the advertised URLs and the probe settings), and the
+// node a pod is bound to (nodes.go). Everything else of a cached spec is dropped. The operator never writes a
+// cached object back: it applies the objects it builds and compares them on a live read (applyIfChanged).
 func readMemberPodSpec(spec corev1.PodSpec) corev1.PodSpec {
 	keep := func(cs []corev1.Container) []corev1.Container {
 		if cs == nil {
@@ -113,7 +116,7 @@ func readMemberPodSpec(spec corev1.PodSpec) corev1.PodSpec {
 		}
 		return out
 	}
-	return corev1.PodSpec{InitContainers: keep(spec.InitContainers), Containers: keep(spec.Containers)}
+	return corev1.PodSpec{InitContainers: keep(spec.InitContainers), Containers: keep(spec.Containers), NodeName: spec.NodeName}
 }
 
 func trimStatefulSetTemplate(obj any) {

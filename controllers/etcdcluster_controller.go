@@ -336,12 +336,17 @@ func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) (*builder.Ty
 		return nil, err // the embedded rules file is checked by the tests: this is a build that skipped them
 	}
 	r.alertRuleGroups = groups
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podNodeNameField, podNodeName); err != nil {
+		return nil, fmt.Errorf("index pods by node: %w", err)
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1beta1.EtcdCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Secret{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster)).
+		// A member's node going down or coming back changes how its replacement goes (nodes.go).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.nodeToClusters), builder.WithPredicates(nodeReadinessChanged)).
 		// Backup Jobs belong to the CronJob or to an EtcdBackup; their results are reported on the cluster.
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(backupJobToCluster)).
 		// A restored cluster waits for its EtcdBackup to succeed.

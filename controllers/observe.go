@@ -47,6 +47,8 @@ type observation struct {
 	readyReplicas  int32
 	outdatedPods   []string
 	clientEndpoint string
+	// nodes is the readiness of the nodes the member pods are bound to, by name.
+	nodes map[string]nodeReadiness
 
 	// etcd, when it answered.
 	reachable bool
@@ -207,6 +209,9 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta1.Etcd
 		return obs, err
 	}
 	obs.pods = pods.Items
+	if obs.nodes, err = r.observeNodes(ctx, obs.pods); err != nil {
+		return obs, err
+	}
 	obs.options = clusterOptions(r.Options, c, obs.statefulSet, obs.pods)
 	obs.urls = r.urlsFor(obs.options)
 	obs.clientEndpoint = resources.ClientEndpoint(c, obs.options)
@@ -580,9 +585,11 @@ func (obs observation) planInput(c *etcdv1beta1.EtcdCluster, now time.Time, heal
 		outdated[n] = true
 	}
 	for ord, p := range obs.podByOrdinal {
+		node := obs.nodes[p.Spec.NodeName]
 		in.Pods[ord] = membership.Pod{Ready: podReady(p), UpToDate: !outdated[p.Name], Terminating: !p.DeletionTimestamp.IsZero(),
 			CannotStart: podCannotStart(p), Pending: podUnschedulable(p), StaleData: gateRefusal(p), Created: p.CreationTimestamp.Time, UID: string(p.UID),
-			GateHoldsForRecovery: gateHoldsForRecovery(&p.Spec), RestoreRecovery: restoreRecoveryOf(&p.Spec)}
+			GateHoldsForRecovery: gateHoldsForRecovery(&p.Spec), RestoreRecovery: restoreRecoveryOf(&p.Spec),
+			Node: p.Spec.NodeName, NodeDown: node.down, NodeDownSince: node.since}
 	}
 	in.Recovery = obs.recoveryInput(c)
 	for ord, pvc := range obs.pvcByOrdinal {

@@ -270,15 +270,27 @@ func TestCSVContent(t *testing.T) {
 		t.Errorf("OPERATOR_IMAGE %q differs from the deployment's image %q", env["OPERATOR_IMAGE"].Value, container.Image)
 	}
 
-	// No permission to manage CRDs, and nothing cluster-wide but the metrics endpoint's auth checks.
+	// No permission to manage CRDs, and nothing cluster-wide but the metrics endpoint's auth checks and
+	// reading Nodes (cluster-scoped: a member on a lost node is replaced by what its node says).
+	readsNodes := false
 	for _, p := range csv.Spec.InstallStrategy.StrategySpec.ClusterPermissions {
 		for _, r := range p.Rules {
+			if slices.Equal(r.APIGroups, []string{""}) && slices.Equal(r.Resources, []string{"nodes"}) {
+				readsNodes = true
+				if !slices.Equal(r.Verbs, []string{"get", "list", "watch"}) {
+					t.Errorf("clusterPermissions grant %v on nodes: reading them is all the operator does", r.Verbs)
+				}
+				continue
+			}
 			for _, g := range r.APIGroups {
 				if g != "authentication.k8s.io" && g != "authorization.k8s.io" {
 					t.Errorf("clusterPermissions grant %v on %v in group %q: namespaced rules belong in permissions", r.Verbs, r.Resources, g)
 				}
 			}
 		}
+	}
+	if !readsNodes {
+		t.Errorf("clusterPermissions do not let the operator read nodes (a Role in the target namespaces cannot)")
 	}
 }
 
