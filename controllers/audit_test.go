@@ -14,12 +14,13 @@ import (
 )
 
 // auditPolicy records who deletes pods, and nothing else: a member restart a spec did not expect is then
-// explained by the request that caused it (its user and client), not guessed at.
+// explained by the request that caused it (its user and client), not guessed at. The request's options are
+// kept too: a pod deleted without waiting for its kubelet says so (grace period 0).
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
 rules:
-- level: Metadata
+- level: Request
   verbs: ["delete", "deletecollection"]
   resources: [{group: "", resources: ["pods"]}]
 - level: None
@@ -54,17 +55,25 @@ type auditEvent struct {
 	ResponseStatus struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
+	// RequestObject is the deletion's options.
+	RequestObject struct {
+		GracePeriodSeconds *int64 `json:"gracePeriodSeconds"`
+	} `json:"requestObject"`
 }
 
-// podDeletions lists the audit log's deletions of pods in namespace ns (of pod name, when not empty), one
-// line each: when, what, by whom, with which client, and the answer.
-func podDeletions(ns, name string) []string {
+// forced: the deletion asked for grace period 0 (the pod goes without its kubelet's confirmation).
+func (e auditEvent) forced() bool {
+	return e.RequestObject.GracePeriodSeconds != nil && *e.RequestObject.GracePeriodSeconds == 0
+}
+
+// podDeletionEvents reads the audit log's deletions of pods in namespace ns (of pod name, when not empty).
+func podDeletionEvents(ns, name string) ([]auditEvent, error) {
 	f, err := os.Open(auditLog)
 	if err != nil {
-		return []string{"audit log: " + err.Error()}
+		return nil, err
 	}
 	defer func() { _ = f.Close() }()
-	var out []string
+	var out []auditEvent
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -72,8 +81,26 @@ func podDeletions(ns, name string) []string {
 		if json.Unmarshal(sc.Bytes(), &e) != nil || e.ObjectRef.Namespace != ns || (name != "" && e.ObjectRef.Name != name) {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s %s pod %s by %s (%s): %d", e.StageTimestamp, e.Verb, e.ObjectRef.Name,
-			e.User.Username, e.UserAgent, e.ResponseStatus.Code))
+		out = append(out, e)
+	}
+	return out, sc.Err()
+}
+
+// podDeletions lists the audit log's deletions of pods in namespace ns (of pod name, when not empty), one
+// line each: when, what, by whom, with which client, and the answer.
+func podDeletions(ns, name string) []string {
+	events, err := podDeletionEvents(ns, name)
+	if err != nil {
+		return []string{"audit log: " + err.Error()}
+	}
+	var out []string
+	for _, e := range events {
+		line := fmt.Sprintf("%s %s pod %s by %s (%s): %d", e.StageTimestamp, e.Verb, e.ObjectRef.Name,
+			e.User.Username, e.UserAgent, e.ResponseStatus.Code)
+		if e.forced() {
+			line += " (grace period 0)"
+		}
+		out = append(out, line)
 	}
 	return out
 }

@@ -104,8 +104,9 @@ func cachedForm(obj client.Object, scheme *runtime.Scheme) (client.Object, error
 
 // readMemberPodSpec is what the operator reads of a member pod spec, from the StatefulSet's template or a
 // member pod: each container's name, image, environment, arguments and probes (the member gate and its
-// marks, the restore step's recovery, the etcd image, the advertised URLs and the probe settings). Everything else of a cached spec is dropped. The operator never writes a cached object back: it
-// applies the objects it builds and compares them on a live read (applyIfChanged).
+// marks, the restore step's recovery, the etcd image, the advertised URLs and the probe settings), and the
+// node a pod is bound to (nodes.go). Everything else of a cached spec is dropped. The operator never writes a
+// cached object back: it applies the objects it builds and compares them on a live read (applyIfChanged).
 func readMemberPodSpec(spec corev1.PodSpec) corev1.PodSpec {
 	keep := func(cs []corev1.Container) []corev1.Container {
 		if cs == nil {
@@ -118,7 +119,7 @@ func readMemberPodSpec(spec corev1.PodSpec) corev1.PodSpec {
 		}
 		return out
 	}
-	return corev1.PodSpec{InitContainers: keep(spec.InitContainers), Containers: keep(spec.Containers)}
+	return corev1.PodSpec{InitContainers: keep(spec.InitContainers), Containers: keep(spec.Containers), NodeName: spec.NodeName}
 }
 
 func trimStatefulSetTemplate(obj any) {

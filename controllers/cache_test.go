@@ -100,6 +100,7 @@ func TestCacheTrimsMemberPodSpecs(t *testing.T) {
 	want := corev1.PodSpec{
 		InitContainers: []corev1.Container{{Name: "member-gate", Image: "operator", Args: []string{"member-gate"}, Env: env}},
 		Containers:     []corev1.Container{{Name: "etcd", Image: "etcd:v3.5.35", Env: env, StartupProbe: probe, LivenessProbe: probe, ReadinessProbe: probe}},
+		NodeName:       "node-1",
 	}
 	meta := metav1.ObjectMeta{Name: "c", Labels: map[string]string{"app.kubernetes.io/managed-by": "etcd-operator"},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: FieldOwner}}}

@@ -133,10 +133,14 @@ func (r *EtcdClusterReconciler) takeStep(ctx context.Context, s *reconcileScope)
 		return fmt.Errorf("%s: %w", d.Message, err)
 	}
 	r.metrics.countMembershipStep(c, string(a.Type), stepTaken)
-	if d.Phase == membership.PhaseRecovering {
+	switch {
+	case d.Phase == membership.PhaseRecovering:
 		// Writes the survivor had not received are lost: a warning a human should read.
 		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, ReasonQuorumRecovery, string(a.Type), "%s", d.Message)
-	} else {
+	case a.Force:
+		// The message names the node and why it counts as lost.
+		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, ReasonNodeLost, string(a.Type), "%s", d.Message)
+	default:
 		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonMemberChange, string(a.Type), "%s", d.Message)
 	}
 	failpoint.Inject(failpoint.AfterMembershipStep)
@@ -174,7 +178,14 @@ func (r *EtcdClusterReconciler) doStep(ctx context.Context, c *etcdv1beta1.EtcdC
 				return err
 			}
 		}
-		if pod := obs.podByOrdinal[a.Ordinal]; pod != nil && pod.DeletionTimestamp.IsZero() {
+		pod := obs.podByOrdinal[a.Ordinal]
+		switch {
+		case pod != nil && a.Force && obs.nodes[pod.Spec.NodeName].down != "":
+			// On a lost node no kubelet confirms the pod's end: without grace period 0 it would stay
+			// Terminating, holding its claim and its name. Its member is no longer in etcd (the planner
+			// removes it first), so an etcd the node may still run there cannot rejoin.
+			return client.IgnoreNotFound(r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}, client.GracePeriodSeconds(0)))
+		case pod != nil && pod.DeletionTimestamp.IsZero():
 			return client.IgnoreNotFound(r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}))
 		}
 		return nil

@@ -47,6 +47,8 @@ type observation struct {
 	readyReplicas  int32
 	outdatedPods   []string
 	clientEndpoint string
+	// nodes is the readiness of the nodes the member pods are bound to, by name.
+	nodes map[string]nodeReadiness
 
 	// etcd, when it answered.
 	reachable bool
@@ -93,10 +95,10 @@ type observation struct {
 	tls       tlsObservation
 	tlsStatus *etcdv1beta1.TLSStatus
 	// revisions are the digests of the StatefulSet's revisions that pods not on its update revision run,
-	// and of the update revision, by name (revisionDigests); nodes what the member pods' nodes are
+	// and of the update revision, by name (revisionDigests); placement what the member pods' nodes are
 	// (memberNodes), by name.
 	revisions map[string]string
-	nodes     map[string]memberNode
+	placement map[string]memberNode
 }
 
 // MemberURLs resolves a member to the URLs the operator registers in etcd and dials.
@@ -215,6 +217,9 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta1.Etcd
 		return obs, err
 	}
 	obs.pods = pods.Items
+	if obs.nodes, err = r.observeNodes(ctx, obs.pods); err != nil {
+		return obs, err
+	}
 	obs.options = clusterOptions(r.Options, c, obs.statefulSet, obs.pods)
 	obs.urls = r.urlsFor(obs.options)
 	obs.clientEndpoint = resources.ClientEndpoint(c, obs.options)
@@ -253,7 +258,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta1.Etcd
 	if obs.revisions, err = r.revisionDigests(ctx, c, obs.statefulSet, obs.pods); err != nil {
 		return obs, err
 	}
-	if obs.nodes, err = r.memberNodes(ctx, obs.pods); err != nil {
+	if obs.placement, err = r.memberNodes(ctx, obs.pods); err != nil {
 		return obs, err
 	}
 	for i := range obs.pods {
@@ -597,9 +602,11 @@ func (obs observation) planInput(c *etcdv1beta1.EtcdCluster, now time.Time, heal
 		outdated[n] = true
 	}
 	for ord, p := range obs.podByOrdinal {
+		node := obs.nodes[p.Spec.NodeName]
 		in.Pods[ord] = membership.Pod{Ready: podReady(p), UpToDate: !outdated[p.Name], Terminating: !p.DeletionTimestamp.IsZero(),
 			CannotStart: podCannotStart(p), Pending: podUnschedulable(p), StaleData: gateRefusal(p), Created: p.CreationTimestamp.Time, UID: string(p.UID),
-			GateHoldsForRecovery: gateHoldsForRecovery(&p.Spec), RestoreRecovery: restoreRecoveryOf(&p.Spec)}
+			GateHoldsForRecovery: gateHoldsForRecovery(&p.Spec), RestoreRecovery: restoreRecoveryOf(&p.Spec),
+			Node: p.Spec.NodeName, NodeDown: node.down, NodeDownSince: node.since}
 	}
 	in.Recovery = obs.recoveryInput(c)
 	for ord, pvc := range obs.pvcByOrdinal {

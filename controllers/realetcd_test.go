@@ -74,6 +74,13 @@ type fakeKubelet struct {
 	clientTLS *tls.Config
 	// down are the ordinals whose node is gone: their process stays stopped and their pod unready.
 	down map[int]bool
+	// nodeOf binds each ordinal's new pods to a node ("" leaves them unbound, as most specs do). A bound
+	// pod's deletion waits for its kubelet, played here, unless its node is lost.
+	nodeOf map[int]string
+	// lost are nodes without a kubelet (powered off): the processes of pods bound there stay stopped,
+	// nothing confirms the deletion of such a pod or reports on it, and a claim it uses stays while it
+	// exists (pvc-protection), unless it was deleted with grace period 0.
+	lost map[string]bool
 	// gateless plays member pods from before the member gate: etcd starts at once on an empty claim.
 	gateless bool
 	// idleReason is why the last sync stopped early ("" when it ran).
@@ -121,6 +128,38 @@ func (k *fakeKubelet) isDown(i int) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.down[i]
+}
+
+// placeOn binds ordinal i's new pods to node ("" unbinds them).
+func (k *fakeKubelet) placeOn(i int, node string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.nodeOf == nil {
+		k.nodeOf = map[int]string{}
+	}
+	k.nodeOf[i] = node
+}
+
+func (k *fakeKubelet) nodeFor(i int) string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.nodeOf[i]
+}
+
+// loseNode takes node's kubelet away (powered off), or brings it back.
+func (k *fakeKubelet) loseNode(node string, lost bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.lost == nil {
+		k.lost = map[string]bool{}
+	}
+	k.lost[node] = lost
+}
+
+func (k *fakeKubelet) nodeLost(node string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return node != "" && k.lost[node]
 }
 
 // tlsConfig authenticates as the cluster's client certificate (nil before it is issued).
@@ -235,7 +274,8 @@ func (k *fakeKubelet) sync(ctx context.Context) {
 			k.stop(i, why)
 			pod = &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: realNS, Labels: resources.Labels(k.cluster, resources.ComponentEtcd)},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: sts.Spec.Template.Spec.Containers[0].Image}}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: sts.Spec.Template.Spec.Containers[0].Image}},
+					NodeName: k.nodeFor(i)},
 			}
 			// The pod runs the template's member gate (which the operator reads back from pods).
 			if gate := memberGateContainer(&sts.Spec.Template.Spec); gate != nil {
@@ -245,6 +285,16 @@ func (k *fakeKubelet) sync(ctx context.Context) {
 				continue
 			}
 		case err != nil:
+			continue
+		}
+		if k.nodeLost(pod.Spec.NodeName) {
+			k.stop(i, "its node "+pod.Spec.NodeName+" is lost")
+			continue
+		}
+		if !pod.DeletionTimestamp.IsZero() {
+			// A bound pod's deletion waits for its kubelet: the container stops, then the kubelet confirms.
+			k.stop(i, "its pod is being deleted")
+			_ = k8sClient.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID})
 			continue
 		}
 		if k.isDown(i) {
@@ -373,13 +423,23 @@ func (k *fakeKubelet) releaseDeletedClaims(ctx context.Context) {
 	for i := range claims.Items {
 		pvc := &claims.Items[i]
 		ord := resources.MemberOrdinal(k.cluster, strings.TrimPrefix(pvc.Name, resources.DataVolumeName+"-"))
-		if pvc.DeletionTimestamp.IsZero() || ord < 0 || k.c.Running(ord) || len(pvc.Finalizers) == 0 {
+		if pvc.DeletionTimestamp.IsZero() || ord < 0 || k.c.Running(ord) || len(pvc.Finalizers) == 0 || k.podOnLostNode(ctx, ord) {
 			continue
 		}
 		_ = k.c.Wipe(ord)
 		pvc.Finalizers = nil
 		_ = k8sClient.Update(ctx, pvc)
 	}
+}
+
+// podOnLostNode: ordinal ord's pod exists, bound to a lost node. pvc-protection counts it as using its
+// claim, Terminating or not, unless it was deleted with grace period 0.
+func (k *fakeKubelet) podOnLostNode(ctx context.Context, ord int) bool {
+	pod := &corev1.Pod{}
+	if k8sClient.Get(ctx, key(realNS, resources.MemberName(k.cluster, ord)), pod) != nil || !k.nodeLost(pod.Spec.NodeName) {
+		return false
+	}
+	return pod.DeletionGracePeriodSeconds == nil || *pod.DeletionGracePeriodSeconds != 0
 }
 
 func (k *fakeKubelet) replicas(ctx context.Context) int {
@@ -468,6 +528,12 @@ func (s shiftedClock) Since(t time.Time) time.Duration { return s.Now().Sub(t) }
 
 // startRealManagerWithClock is startRealManager whose controller tells the time by clk (nil: the real clock).
 func startRealManagerWithClock(procs *etcdtest.Cluster, clk clock.PassiveClock) context.CancelFunc {
+	return startRealManagerWith(procs, clk, 0)
+}
+
+// startRealManagerWith is startRealManagerWithClock whose controller replaces members unhealthy for
+// healAfter (0: the default).
+func startRealManagerWith(procs *etcdtest.Cluster, clk clock.PassiveClock, healAfter time.Duration) context.CancelFunc {
 	mgr, err := ctrl.NewManager(rest.AddUserAgent(rest.CopyConfig(testEnv.Config), "operator "+realNS), ctrl.Options{
 		Scheme:  k8sClient.Scheme(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
@@ -479,7 +545,7 @@ func startRealManagerWithClock(procs *etcdtest.Cluster, clk clock.PassiveClock) 
 	Expect((&EtcdClusterReconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("etcd-operator"),
 		Options: resources.DefaultOptions(), Dialer: etcd.NewDialer(2 * time.Second), URLs: processURLs{procs},
-		StepInterval: 300 * time.Millisecond, HealthInterval: 2 * time.Second, Clock: clk,
+		StepInterval: 300 * time.Millisecond, HealthInterval: 2 * time.Second, Clock: clk, HealAfter: healAfter,
 	}).SetupWithManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -1251,6 +1317,214 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		}
 		Expect(eventsWithReason(ctx, c, ReasonQuorumRecovery)).NotTo(BeEmpty())
 		Expect(eventsWithReason(ctx, c, ReasonQuorumRecovered)).NotTo(BeEmpty())
+	})
+
+	// Nodes are objects only here, their readiness what a spec writes; bound pods' kubelets are the fake
+	// kubelet's, until their node is lost.
+	Describe("a member's node lost", Ordered, func() {
+		// healAfter is the manager's heal delay in these specs: long enough to read status during it.
+		const healAfter = 8 * time.Second
+		nodes := []string{"node-0", "node-1", "node-2", "node-3"}
+		setNodeReady := func(name string, status corev1.ConditionStatus) {
+			n := &corev1.Node{}
+			Expect(k8sClient.Get(ctx, client.ObjectKey{Name: name}, n)).To(Succeed())
+			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, Reason: "Test",
+				LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+			Expect(k8sClient.Status().Update(ctx, n)).To(Succeed())
+		}
+		operatorDeletions := func(pod string) []auditEvent {
+			events, err := podDeletionEvents(realNS, pod)
+			Expect(err).NotTo(HaveOccurred())
+			var out []auditEvent
+			for _, e := range events {
+				if strings.HasSuffix(e.UserAgent, "/operator "+realNS) {
+					out = append(out, e)
+				}
+			}
+			return out
+		}
+		memberID := func(name string) string {
+			Expect(get(ctx, c)).To(Succeed())
+			for _, m := range c.Status.Members {
+				if m.Name == name {
+					return m.ID
+				}
+			}
+			return ""
+		}
+
+		BeforeAll(func() {
+			Eventually(running(3), 60*time.Second, 250*time.Millisecond).Should(Succeed())
+			for _, name := range nodes {
+				Expect(k8sClient.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+				setNodeReady(name, corev1.ConditionTrue)
+			}
+			DeferCleanup(func() {
+				for _, name := range nodes {
+					Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}))).To(Succeed())
+				}
+			})
+			By("binding member i's pod to node-i, as the scheduler would")
+			for i := range 3 {
+				pod := &corev1.Pod{}
+				Expect(k8sClient.Get(ctx, key(realNS, resources.MemberName(c, i)), pod)).To(Succeed())
+				Expect(k8sClient.SubResource("binding").Create(ctx, pod, &corev1.Binding{
+					ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+					Target:     corev1.ObjectReference{Kind: "Node", Name: nodes[i]}})).To(Succeed())
+				kubelet.placeOn(i, nodes[i])
+			}
+			DeferCleanup(func() {
+				for i := range 3 {
+					kubelet.placeOn(i, "")
+				}
+			})
+			stopManager()
+			stopManager = startRealManagerWith(procs, nil, healAfter)
+			DeferCleanup(func() { stopManager(); stopManager = startRealManager(procs) })
+		})
+
+		It("replaces its member: removed from etcd first, then its pod deleted at once with its claim; nothing comes back with the node", func() {
+			victim := resources.MemberName(c, 2)
+			claimName := resources.DataVolumeName + "-" + victim
+			oldID := memberID(victim)
+			Expect(oldID).NotTo(BeEmpty())
+			id, err := strconv.ParseUint(oldID, 16, 64)
+			Expect(err).NotTo(HaveOccurred())
+			oldPod, oldClaim := &corev1.Pod{}, &corev1.PersistentVolumeClaim{}
+			Expect(k8sClient.Get(ctx, key(realNS, victim), oldPod)).To(Succeed())
+			Expect(oldPod.Spec.NodeName).To(Equal("node-2"))
+			Expect(k8sClient.Get(ctx, key(realNS, claimName), oldClaim)).To(Succeed())
+			// The claim stays while a pod uses it, as kube-controller-manager's pvc-protection keeps it.
+			oldClaim.Finalizers = append(oldClaim.Finalizers, "kubernetes.io/pvc-protection")
+			Expect(k8sClient.Update(ctx, oldClaim)).To(Succeed())
+
+			// The pod is read before the member list: a pod gone before a member list that still holds its
+			// member was deleted before the member's removal.
+			var (
+				mu                sync.Mutex
+				violations        []string
+				sawRemovedWithPod bool
+			)
+			octx, stopObserver := context.WithCancel(ctx)
+			observed := make(chan struct{})
+			go func() {
+				defer GinkgoRecover()
+				defer close(observed)
+				for octx.Err() == nil {
+					pod := &corev1.Pod{}
+					err := k8sClient.Get(octx, key(realNS, victim), pod)
+					members, merr := listMembers(octx, etcd.NewDialer(2*time.Second), []string{procs.ClientURL(0), procs.ClientURL(1)}, kubelet.tlsConfig())
+					if (err == nil || apierrors.IsNotFound(err)) && merr == nil {
+						listed := slices.ContainsFunc(members, func(m etcd.Member) bool { return m.ID == id })
+						there := err == nil && pod.UID == oldPod.UID
+						mu.Lock()
+						switch {
+						case !there && listed:
+							violations = append(violations, fmt.Sprintf("%s: pod %s gone while etcd lists member %s", time.Now().Format(time.StampMilli), victim, oldID))
+						case there && !listed:
+							sawRemovedWithPod = true
+						}
+						mu.Unlock()
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}()
+			DeferCleanup(func() { stopObserver(); <-observed })
+
+			By("powering node-2 off: its kubelet stops reporting, its member's etcd stops with it")
+			kubelet.placeOn(2, "node-3") // the StatefulSet's next pod of member 2 is scheduled elsewhere
+			kubelet.loseNode("node-2", true)
+			DeferCleanup(kubelet.loseNode, "node-2", false)
+			setNodeReady("node-2", corev1.ConditionUnknown)
+			// The node controller marks the pods of a node that stopped reporting not ready.
+			oldPod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "NodeNotReady", LastTransitionTime: metav1.Now()}}
+			Expect(k8sClient.Status().Update(ctx, oldPod)).To(Succeed())
+
+			By("status saying what the replacement waits for")
+			Eventually(func(g Gomega) string {
+				g.Expect(get(ctx, c)).To(Succeed())
+				p := meta.FindStatusCondition(c.Status.Conditions, etcdv1beta1.ConditionProgressing)
+				g.Expect(p).NotTo(BeNil())
+				return p.Message
+			}, 2*healAfter, 100*time.Millisecond).Should(MatchRegexp(
+				victim + ` unreachable since \S+, replaced from \S+ if quorum holds without it; its node node-2 stopped reporting \(Ready Unknown\) since `))
+
+			By("the member removed from etcd, then its pod deleted without its kubelet and its claim with it")
+			Eventually(func(g Gomega) {
+				running(3)(g)
+				pod := &corev1.Pod{}
+				g.Expect(k8sClient.Get(ctx, key(realNS, victim), pod)).To(Succeed())
+				g.Expect(pod.UID).NotTo(Equal(oldPod.UID))
+				g.Expect(pod.Spec.NodeName).To(Equal("node-3"))
+				claim := &corev1.PersistentVolumeClaim{}
+				g.Expect(k8sClient.Get(ctx, key(realNS, claimName), claim)).To(Succeed())
+				g.Expect(claim.UID).NotTo(Equal(oldClaim.UID))
+				g.Expect(memberID(victim)).NotTo(Equal(oldID))
+			}, 2*time.Minute, 250*time.Millisecond).Should(Succeed())
+			stopObserver()
+			<-observed
+			mu.Lock()
+			Expect(violations).To(BeEmpty())
+			Expect(sawRemovedWithPod).To(BeTrue(), "the member was seen removed while its pod still existed")
+			mu.Unlock()
+			deletions := operatorDeletions(victim)
+			Expect(deletions).NotTo(BeEmpty())
+			for _, e := range deletions {
+				Expect(e.forced()).To(BeTrue(), "the operator deleted %s on the lost node with grace period 0: %+v", victim, e)
+			}
+			Eventually(func(g Gomega) {
+				events, err := eventsWithReason(ctx, c, ReasonNodeLost)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(events).To(ContainElement(And(HaveField("Type", corev1.EventTypeWarning), HaveField("Note",
+					ContainSubstring("its node node-2 stopped reporting (Ready Unknown) since")))))
+			}, 10*time.Second, 250*time.Millisecond).Should(Succeed())
+
+			By("node-2 coming back: nothing of the old member rejoins")
+			newPod := &corev1.Pod{}
+			Expect(k8sClient.Get(ctx, key(realNS, victim), newPod)).To(Succeed())
+			kubelet.loseNode("node-2", false)
+			setNodeReady("node-2", corev1.ConditionTrue)
+			Consistently(func(g Gomega) {
+				running(3)(g)
+				members, err := listMembers(ctx, etcd.NewDialer(2*time.Second), []string{procs.ClientURL(0), procs.ClientURL(1)}, kubelet.tlsConfig())
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(members).NotTo(ContainElement(HaveField("ID", id)), "the removed member stays out of etcd")
+				pod := &corev1.Pod{}
+				g.Expect(k8sClient.Get(ctx, key(realNS, victim), pod)).To(Succeed())
+				g.Expect(pod.UID).To(Equal(newPod.UID))
+			}, 5*time.Second, 250*time.Millisecond).Should(Succeed())
+		})
+
+		It("deletes a member's pod on a Ready node as usual, for its kubelet to confirm", func() {
+			victim := resources.MemberName(c, 1)
+			oldID := memberID(victim)
+			oldPod := &corev1.Pod{}
+			Expect(k8sClient.Get(ctx, key(realNS, victim), oldPod)).To(Succeed())
+			Expect(oldPod.Spec.NodeName).To(Equal("node-1"))
+			lostEvents, err := eventsWithReason(ctx, c, ReasonNodeLost)
+			Expect(err).NotTo(HaveOccurred())
+
+			By("stopping member 1's etcd while node-1 and its kubelet stay")
+			kubelet.setDown(1)
+			DeferCleanup(kubelet.setDown)
+			Eventually(func(g Gomega) {
+				pod := &corev1.Pod{}
+				g.Expect(k8sClient.Get(ctx, key(realNS, victim), pod)).To(Succeed())
+				g.Expect(pod.UID).NotTo(Equal(oldPod.UID))
+			}, 2*time.Minute, 250*time.Millisecond).Should(Succeed())
+			kubelet.setDown()
+			Eventually(func(g Gomega) {
+				running(3)(g)
+				g.Expect(memberID(victim)).NotTo(Equal(oldID))
+			}, 2*time.Minute, 250*time.Millisecond).Should(Succeed())
+
+			deletions := operatorDeletions(victim)
+			Expect(deletions).NotTo(BeEmpty())
+			for _, e := range deletions {
+				Expect(e.forced()).To(BeFalse(), "the operator left %s's end to its kubelet: %+v", victim, e)
+			}
+			Expect(eventsWithReason(ctx, c, ReasonNodeLost)).To(HaveLen(len(lostEvents)), "no node was lost")
+		})
 	})
 
 	It("kept etcd's member list and the StatefulSet in agreement at every observed step", func() {

@@ -48,6 +48,9 @@ const (
 	ReasonStorageResized       = "StorageResized"
 	ReasonStatefulSetRecreated = "StatefulSetRecreated"
 	ReasonMemberChange         = "MemberChange"
+	// ReasonNodeLost: a removed member's pod, on a node gone or not Ready for the heal delay, was deleted
+	// without waiting for its kubelet (grace period 0), with its data claim.
+	ReasonNodeLost = "NodeLost"
 	// ReasonQuorumRecovery: a step of quorum-loss recovery; ReasonQuorumRecovered: the survivor runs alone.
 	ReasonQuorumRecovery  = "QuorumRecovery"
 	ReasonQuorumRecovered = "QuorumRecovered"

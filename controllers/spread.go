@@ -64,13 +64,14 @@ func (r *EtcdClusterReconciler) nodeToClusters(ctx context.Context, o client.Obj
 	return out
 }
 
-// nodeChanged passes the node events failure tolerance depends on: a node added or removed, its zone label
-// or its readiness changed. The kubelet's periodic status updates change neither.
+// nodeChanged passes the node events failure tolerance and lost-node replacement depend on: a node added or
+// removed, its zone label or its readiness (and since when) changed. The kubelet's periodic status updates
+// change none of these.
 var nodeChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		old, okOld := e.ObjectOld.(*corev1.Node)
 		cur, okNew := e.ObjectNew.(*corev1.Node)
-		return !okOld || !okNew || nodeOf(old) != nodeOf(cur)
+		return !okOld || !okNew || nodeOf(old) != nodeOf(cur) || !readinessOf(old).equal(readinessOf(cur))
 	},
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }
@@ -94,8 +95,9 @@ func nodeOf(n *corev1.Node) memberNode {
 	return m
 }
 
-// trimNode keeps of a cached node its name, zone label and Ready condition: nodes are many, and their
-// status (images, addresses, capacity) is most of their size.
+// trimNode keeps of a cached node its name, creation time, zone label and Ready condition (with its
+// transition time: how long a node has been down decides a lost member's replacement): nodes are many, and
+// their status (images, addresses, capacity) is most of their size.
 func trimNode(obj any) {
 	n, ok := obj.(*corev1.Node)
 	if !ok {
@@ -108,11 +110,11 @@ func trimNode(obj any) {
 	var conds []corev1.NodeCondition
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
-			conds = []corev1.NodeCondition{{Type: c.Type, Status: c.Status}}
+			conds = []corev1.NodeCondition{{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}}
 		}
 	}
 	n.ObjectMeta = metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Labels: labels,
-		DeletionTimestamp: n.DeletionTimestamp}
+		CreationTimestamp: n.CreationTimestamp, DeletionTimestamp: n.DeletionTimestamp}
 	n.Spec = corev1.NodeSpec{}
 	n.Status = corev1.NodeStatus{Conditions: conds}
 }
@@ -164,7 +166,7 @@ func placedVoters(c *etcdv1beta1.EtcdCluster, obs observation, members []etcdv1b
 				v.node = p.Spec.NodeName
 			}
 		}
-		if n, ok := obs.nodes[v.node]; ok && v.node != "" {
+		if n, ok := obs.placement[v.node]; ok && v.node != "" {
 			v.zone, v.up = n.zone, m.Healthy && !n.notReady
 		}
 		out = append(out, v)

@@ -135,7 +135,7 @@ func TestPlacedVoters(t *testing.T) {
 	}
 	obs := observation{
 		podByOrdinal: map[int]*corev1.Pod{0: pod(0, "n1"), 1: pod(1, "n2"), 2: pod(2, ""), 3: pod(3, "n3"), 4: pod(4, "gone"), 5: pod(5, "n1")},
-		nodes:        map[string]memberNode{"n1": {zone: "a"}, "n2": {zone: "b", notReady: true}, "n3": {}},
+		placement:    map[string]memberNode{"n1": {zone: "a"}, "n2": {zone: "b", notReady: true}, "n3": {}},
 	}
 	members := []etcdv1beta1.MemberStatus{
 		{Name: "c-0", Healthy: true},

@@ -103,6 +103,24 @@ func observedFrom(data []byte) Observed {
 		}
 		o.Recovery = rc
 	}
+	// The pods' nodes: all Ready unless bytes are left for them (the older seeds end before).
+	for _, ord := range sortedOrdinals(o.Pods) {
+		f := next()
+		p := o.Pods[ord]
+		p.Node = fmt.Sprintf("node-%d", f%4)
+		switch f >> 2 % 4 {
+		case 1:
+			p.NodeDown = NodeNotReady
+		case 2:
+			p.NodeDown = NodeUnknown
+		case 3:
+			p.NodeDown = NodeGone
+		}
+		if p.NodeDown == NodeNotReady || p.NodeDown == NodeUnknown {
+			p.NodeDownSince = now.Add(-time.Duration(next()) * 10 * time.Second)
+		}
+		o.Pods[ord] = p
+	}
 	return o
 }
 
@@ -219,12 +237,16 @@ func FuzzPlan(f *testing.F) {
 	// Unreachable, 3 voters of which member 0 answers with its data and 1, 2 lost theirs, past the
 	// window: a forced start of member 0.
 	f.Add([]byte{3, 4, 1, 0, 0, 0, 3, 0x00, 0, 0x01, 0, 0x02, 0, 0, 0, 0x07, 30, 200, 3, 0x36, 50, 0x01, 0x02, 0xff})
+	// Member 2 removed, its claim marked, its pod Terminating on a node NotReady for 30 minutes: the pod is
+	// deleted at once.
+	f.Add([]byte{3, 4, 1, 1, 2, 0, 0x16, 0, 0, 0x16, 1, 0, 1, 0x65, 0, 0, 1, 0x14, 3, 0, 6, 180})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		o := observedFrom(data)
 		d := Plan(o)
 		if d.Replicas < 0 && o.StatefulSetReplicas >= 0 {
 			t.Fatalf("negative replicas %d", d.Replicas)
 		}
+		checkForcedDeletion(t, o, d)
 		checkRecoveryStep(t, o, d)
 		if o.Formed && !o.Reachable && o.StatefulSetReplicas >= 0 {
 			return // the member list is unknown: checkRecoveryStep judged the step against what status last knew
@@ -419,6 +441,29 @@ func checkHealPrecedence(t *testing.T, o Observed, d Decision) {
 		}
 		if left >= Quorum(voters-1) {
 			t.Fatalf("member %+v is due for healing and quorum holds without it, but the decision waits: %s (%s)", m, d.Phase, d.Message)
+		}
+	}
+}
+
+// checkForcedDeletion fails when a pod is deleted without waiting for its kubelet other than to delete the
+// data of a member etcd no longer lists, from a node that is gone or has not been Ready for HealAfter.
+func checkForcedDeletion(t *testing.T, o Observed, d Decision) {
+	t.Helper()
+	a := d.Action
+	if !a.Force {
+		return
+	}
+	p, ok := o.Pods[a.Ordinal]
+	if a.Type != ActionDeleteVolume || !ok {
+		t.Fatalf("forced %s of ordinal %d (pod %v): %s", a.Type, a.Ordinal, ok, d.Message)
+	}
+	if p.NodeDown != NodeGone && (p.NodeDown == "" || p.NodeDownSince.IsZero() || o.Now.Sub(p.NodeDownSince) < o.HealAfter) {
+		t.Fatalf("deleting pod %d at once while its node %s is %q since %s (HealAfter %s): %s", a.Ordinal, p.Node, p.NodeDown,
+			p.NodeDownSince, o.HealAfter, d.Message)
+	}
+	for _, m := range o.Members {
+		if m.Ordinal == a.Ordinal {
+			t.Fatalf("deleting the pod of %+v at once while etcd still lists it: %s", m, d.Message)
 		}
 	}
 }

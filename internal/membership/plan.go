@@ -65,7 +65,22 @@ type Pod struct {
 	GateHoldsForRecovery bool
 	// RestoreRecovery is the recovery from a backup the pod's restore step is for ("" for none).
 	RestoreRecovery string
+	// Node is the node the pod is bound to ("" before it is scheduled).
+	Node string
+	// NodeDown says why that node does not run the pod as far as the API server knows: NodeNotReady,
+	// NodeUnknown (its kubelet stopped reporting: powered off, or cut off from the API server) or NodeGone
+	// (no Node object); "" while the node is Ready, and for a pod not scheduled.
+	NodeDown string
+	// NodeDownSince is when the node's Ready condition last changed (zero for a node that is gone).
+	NodeDownSince time.Time
 }
+
+// Why a pod's node does not run it (Pod.NodeDown): its Ready condition, or its absence.
+const (
+	NodeNotReady = "NotReady"
+	NodeUnknown  = "Unknown"
+	NodeGone     = "Gone"
+)
 
 // Volume is a member's data claim as observed.
 type Volume struct {
@@ -140,6 +155,10 @@ type Action struct {
 	Type    ActionType
 	Ordinal int    // member ordinal the step is about
 	ID      uint64 // member ID (Promote, Remove, MoveLeader target)
+	// Force (DeleteVolume): the pod is on a lost node (nodeLost) and is deleted with grace period 0. Its
+	// kubelet does not confirm the end of a pod, and until the pod is gone, its claim stays (pvc-protection)
+	// and the StatefulSet creates no pod in its place.
+	Force bool
 }
 
 // Phase says what the cluster is doing, for status.
@@ -396,11 +415,6 @@ func byOrdinal(ms []Member, ord int) (Member, bool) {
 		}
 	}
 	return Member{}, false
-}
-
-func podExists(pods map[int]Pod, ord int) bool {
-	_, ok := pods[ord]
-	return ok
 }
 
 func memberIDIn(ms []Member, id uint64) bool {

@@ -43,6 +43,8 @@ type planCase struct {
 	message  string
 	// awaits: the decision is to look at a starting or catching-up learner again soon.
 	awaits bool
+	// force: the action deletes a pod on a lost node without waiting for its kubelet.
+	force bool
 }
 
 // runPlanCases checks each case's action, StatefulSet size, phase and message; a formed, reachable cluster
@@ -63,6 +65,9 @@ func runPlanCases(t *testing.T, cases []planCase) {
 			}
 			if !strings.Contains(d.Message, tc.message) {
 				t.Errorf("message %q lacks %q", d.Message, tc.message)
+			}
+			if d.Action.Force != tc.force {
+				t.Errorf("Force %v, want %v (%q)", d.Action.Force, tc.force, d.Message)
 			}
 			if d.AwaitsLearner != tc.awaits {
 				t.Errorf("AwaitsLearner %v, want %v (%q)", d.AwaitsLearner, tc.awaits, d.Message)

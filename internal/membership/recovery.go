@@ -100,6 +100,10 @@ func recoverQuorum(o Observed) (Decision, bool) {
 	if need := Quorum(len(rc.Voters)); withData >= need {
 		wait.Message = fmt.Sprintf("etcd has no quorum; %d of %d voters still hold their data (quorum %d), so the majority may come back: no automatic recovery",
 			withData, len(rc.Voters), need)
+		if down := nodesDown(o); down != "" {
+			// A lost node's data is still its member's: it may come back with the node.
+			wait.Message += " (" + down + ")"
+		}
 		return wait, true
 	}
 	if at := rc.LostSince.Add(rc.After); o.Now.Before(at) {

@@ -19,7 +19,8 @@ type rule struct {
 //  0. end a quorum-loss recovery: once every member restored from the backup and is healthy, or the
 //     forced member answers, the recovery's record leaves the configuration;
 //  1. restart a pod that cannot run etcd on an outdated template (a reverted version), onto the current one;
-//  2. finish a replacement in progress (remove the member, then its data), or call it off if it recovered;
+//  2. finish a replacement in progress (remove the member, then its data: a pod on a lost node is deleted
+//     without waiting for its kubelet), or call it off if it recovered;
 //  3. wipe a volume the member gate refused (it holds a removed member's data);
 //  4. remove a learner that has not started when the spec no longer wants it, or when it cannot start and a
 //     voter is due for healing (a learner never holds back what outranks waiting for it);
@@ -88,7 +89,11 @@ func unreachable(o Observed) (Decision, bool) {
 			n = o.Desired
 		}
 	}
-	return Decision{Replicas: n, Phase: PhaseWaiting, Message: "etcd is unreachable; waiting"}, true
+	msg := "etcd is unreachable; waiting"
+	if down := nodesDown(o); down != "" {
+		msg += " (" + down + ")"
+	}
+	return Decision{Replicas: n, Phase: PhaseWaiting, Message: msg}, true
 }
 
 // restartStuckPod restarts an outdated pod whose etcd cannot run (a version that does not exist, then
@@ -119,8 +124,7 @@ func finishReplacement(o Observed, v view) (Decision, bool) {
 		}
 		m, ok := byOrdinal(v.ours, ord)
 		if !ok {
-			return Decision{Replicas: v.replicas, Action: Action{Type: ActionDeleteVolume, Ordinal: ord}, Phase: PhaseHealing,
-				Message: fmt.Sprintf("deleting the data of member %d to re-add it empty", ord)}, true
+			return deleteData(o, v, ord, PhaseHealing, fmt.Sprintf("deleting the data of member %d to re-add it empty", ord)), true
 		}
 		if m.Healthy && !dataLost(o, m) {
 			return Decision{Replicas: v.replicas, Action: Action{Type: ActionUnmarkReplace, Ordinal: ord, ID: m.ID}, Phase: PhaseHealing,
@@ -129,7 +133,7 @@ func finishReplacement(o Observed, v view) (Decision, bool) {
 		if _, waiting := awaitingReAdd(o, v); waiting && !m.Learner {
 			continue // another member is re-added first (heal)
 		}
-		return removeSafely(v, m, PhaseHealing, fmt.Sprintf("removing %s to replace its data", m.Name)), true
+		return removeSafely(v, m, PhaseHealing, withNodeNote(o, ord, fmt.Sprintf("removing %s to replace its data", m.Name))), true
 	}
 	return Decision{}, false
 }
@@ -286,13 +290,14 @@ func heal(o Observed, v view) (Decision, bool) {
 		return removeSafely(v, m, PhaseHealing, fmt.Sprintf("removing %s: the volume claim holding its data is being deleted", m.Name)), true
 	}
 	if ok, msg := canLose(v, m); !ok {
-		return Decision{Replicas: v.replicas, Phase: PhaseBlocked, Message: "cannot heal: " + msg}, true
+		return Decision{Replicas: v.replicas, Phase: PhaseBlocked, Message: withNodeNote(o, m.Ordinal, "cannot heal: "+msg)}, true
 	}
 	d := Decision{Replicas: v.replicas, Action: Action{Type: ActionMarkReplace, Ordinal: m.Ordinal, ID: m.ID}, Phase: PhaseHealing,
-		Message: fmt.Sprintf("replacing %s: unhealthy since %s", m.Name, m.UnhealthySince.UTC().Format(time.RFC3339))}
+		Message: fmt.Sprintf("replacing %s: %s since %s", m.Name, unhealthyWord(m), at(m.UnhealthySince))}
 	if why == healDataLost {
 		d.Message = fmt.Sprintf("replacing %s: its data volume was replaced", m.Name)
 	}
+	d.Message = withNodeNote(o, m.Ordinal, d.Message)
 	return d, true
 }
 
@@ -401,18 +406,25 @@ func dataLost(o Observed, m Member) bool {
 	return m.ClaimReplaced
 }
 
-// unhealthyTooLong: the member failed to rejoin for HealAfter, counted only from when the cluster last had
-// quorum (after an outage every member starts late; that is no evidence against any one of them) and from
-// when its current pod was created (a restarted member gets a whole window). A pod being restarted, one
-// whose image cannot be had, or one that crash-loops while a version change rolls (stalled reports it) is
-// no evidence against the member's data either.
+// unhealthyTooLong: the member failed to rejoin for HealAfter (healClock).
 func unhealthyTooLong(o Observed, v view, m Member) bool {
+	due, ok := healClock(o, v, m)
+	return ok && !o.Now.Before(due)
+}
+
+// healClock returns when an unhealthy member is due for healing: HealAfter counted only from when the
+// cluster last had quorum (after an outage every member starts late; that is no evidence against any one of
+// them) and from when its current pod was created (a restarted member gets a whole window). No clock runs
+// for a pod being restarted, one whose image cannot be had, or one that crash-loops while a version change
+// rolls (stalled reports it): none is evidence against the member's data. A pod Terminating on a node that
+// is not Ready is no restart: nothing runs it until the node is back, so its member's clock runs.
+func healClock(o Observed, v view, m Member) (time.Time, bool) {
 	if m.Healthy || m.UnhealthySince.IsZero() {
-		return false
+		return time.Time{}, false
 	}
 	p, hasPod := o.Pods[m.Ordinal]
-	if hasPod && (p.Terminating || imageFailure(p.CannotStart) || p.CannotStart != "" && versionRolling(o)) {
-		return false
+	if hasPod && (p.Terminating && p.NodeDown == "" || imageFailure(p.CannotStart) || p.CannotStart != "" && versionRolling(o)) {
+		return time.Time{}, false
 	}
 	since := m.UnhealthySince
 	if v.healClockStart.After(since) {
@@ -421,7 +433,7 @@ func unhealthyTooLong(o Observed, v view, m Member) bool {
 	if hasPod && p.Created.After(since) {
 		since = p.Created
 	}
-	return o.Now.Sub(since) >= o.HealAfter
+	return since.Add(o.HealAfter), true
 }
 
 // scaleUp adds a learner, into the lowest free ordinal, only while every voter is healthy (one at a time
@@ -432,7 +444,7 @@ func scaleUp(o Observed, v view) (Decision, bool) {
 	}
 	d := Decision{Replicas: v.replicas, Phase: PhaseScaling}
 	if !v.allHealthy() && !reAddDespiteUnhealthy(o, v) {
-		d.Phase, d.Message = PhaseWaiting, fmt.Sprintf("waiting for all members to be healthy before adding one (%d of %d)", v.healthyVoters, v.voters)
+		d.Phase, d.Message = PhaseWaiting, withHealWaits(o, v, fmt.Sprintf("waiting for all members to be healthy before adding one (%d of %d)", v.healthyVoters, v.voters))
 		return d, true
 	}
 	k := 0
@@ -446,15 +458,9 @@ func scaleUp(o Observed, v view) (Decision, bool) {
 		d.Message = fmt.Sprintf("waiting for the old pod of member %d to go", k)
 		return d, true
 	}
-	if vol, ok := o.Volumes[k]; ok && vol.Deleting && vol.MemberID != 0 && !memberIDIn(o.Members, vol.MemberID) &&
-		(!podExists(o.Pods, k) || o.Pods[k].Terminating) {
-		// The removed member's claim and pod are already going: wait for them instead of deleting again.
-		d.Phase, d.Message = PhaseHealing, fmt.Sprintf("waiting for the old data of member %d to go", k)
-		return d, true
-	}
 	if vol, ok := o.Volumes[k]; ok && vol.MemberID != 0 && !memberIDIn(o.Members, vol.MemberID) {
-		d.Action, d.Message = Action{Type: ActionDeleteVolume, Ordinal: k}, fmt.Sprintf("deleting stale data of removed member %d before re-adding it", k)
-		return d, true
+		// The removed member's claim and pod go first (or, already going, are waited for).
+		return deleteData(o, v, k, PhaseScaling, fmt.Sprintf("deleting stale data of removed member %d before re-adding it", k)), true
 	}
 	if p, ok := o.Pods[k]; ok && p.Ready && !p.Terminating {
 		// A Ready pod serves etcd (readiness needs quorum), so it is a member already, under a name or URL
@@ -526,12 +532,12 @@ func roll(o Observed, v view) (Decision, bool) {
 	}
 	for _, m := range v.ours {
 		if p := o.Pods[m.Ordinal]; !p.Ready || p.Terminating || !m.Healthy {
-			d.Message = fmt.Sprintf("upgrading to %s (%d/%d): waiting for every member to be healthy", o.TargetVersion, done, len(v.ours))
+			d.Message = withHealWaits(o, v, fmt.Sprintf("upgrading to %s (%d/%d): waiting for every member to be healthy", o.TargetVersion, done, len(v.ours)))
 			return d, true
 		}
 	}
 	if !v.allHealthy() {
-		d.Message = fmt.Sprintf("upgrading to %s (%d/%d): waiting for every member to be healthy", o.TargetVersion, done, len(v.ours))
+		d.Message = withHealWaits(o, v, fmt.Sprintf("upgrading to %s (%d/%d): waiting for every member to be healthy", o.TargetVersion, done, len(v.ours)))
 		return d, true
 	}
 	next := outdated[0]
@@ -571,7 +577,7 @@ func belowUpgradeFloor(target string, ms []Member) (Member, bool) {
 func stable(o Observed, v view) (Decision, bool) {
 	d := Decision{Replicas: v.replicas, Phase: PhaseStable, Message: fmt.Sprintf("%d members", len(v.ours))}
 	if !v.allHealthy() {
-		d.Phase, d.Message = PhaseWaiting, fmt.Sprintf("%d of %d voting members healthy", v.healthyVoters, v.voters)
+		d.Phase, d.Message = PhaseWaiting, withHealWaits(o, v, fmt.Sprintf("%d of %d voting members healthy", v.healthyVoters, v.voters))
 	}
 	return d, true
 }
