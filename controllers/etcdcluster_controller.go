@@ -194,6 +194,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.reconcileConfigMap,
 		r.reconcileServices,
 		r.reconcilePointInTimeRestore,
+		r.reconcileRecoveryReplay,
 		r.reconcileSnapshotServer,
 		r.reconcileStatefulSet,
 		r.reconcilePodDisruptionBudget,

@@ -46,6 +46,11 @@ func (r *EtcdClusterReconciler) reconcileConfigMap(ctx context.Context, s *recon
 	desired := resources.ConfigMap(c, memberConfig(c, cfg, s.obs.urls))
 	changed, err := applyIfChanged(ctx, r.objects(), &corev1.ConfigMap{}, desired, corev1ac.ExtractConfigMap)
 	s.applied.add(ctx, changed, "ConfigMap", resources.ConfigMapName(c))
+	if why := newFallback(s.obs.restoring, cfg.Restore); err == nil && why != "" {
+		// More writes are lost than the continuous backup would have lost: a warning a human should read.
+		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, ReasonRecoveryFallback, "QuorumRecovery",
+			"restoring the newest full backup %s (revision %d), not the continuous backup: %s", cfg.Restore.Location, cfg.Restore.Revision, why)
+	}
 	return err
 }
 
