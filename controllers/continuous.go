@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
+	"github.com/seedops/etcd-operator/internal/backup/continuous"
 	"github.com/seedops/etcd-operator/internal/membership"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
@@ -32,25 +33,6 @@ const (
 
 func continuousEnabled(c *etcdv1beta1.EtcdCluster) bool {
 	return c.Spec.Backup.Continuous != nil && c.Spec.Backup.Continuous.Enabled
-}
-
-// agentReport is the continuous backup agent's GET /status (cmd/continuousbackup.go).
-type agentReport struct {
-	ClusterUID     string     `json:"clusterUID"`
-	Location       string     `json:"location"`
-	Capturing      bool       `json:"capturing"`
-	OldestRevision int64      `json:"oldestRevision"`
-	OldestTime     *time.Time `json:"oldestTime,omitempty"`
-	NewestRevision int64      `json:"newestRevision"`
-	NewestTime     *time.Time `json:"newestTime,omitempty"`
-	Gaps           []agentGap `json:"gaps"`
-	LastError      string     `json:"lastError"`
-}
-
-type agentGap struct {
-	FromRevision int64  `json:"fromRevision"`
-	ToRevision   int64  `json:"toRevision"`
-	Reason       string `json:"reason"`
 }
 
 // reconcileContinuousBackup runs the agent while spec.backup.continuous.enabled, once the cluster exists,
@@ -72,7 +54,7 @@ func (r *EtcdClusterReconciler) reconcileContinuousBackup(ctx context.Context, s
 // observeContinuousBackup asks the agent's pod for its report: the agent has no Kubernetes API access, so
 // the operator carries what it says into status. A pod that is not ready or does not answer is the
 // problem reported instead.
-func (r *EtcdClusterReconciler) observeContinuousBackup(ctx context.Context, c *etcdv1beta1.EtcdCluster) (*agentReport, string) {
+func (r *EtcdClusterReconciler) observeContinuousBackup(ctx context.Context, c *etcdv1beta1.EtcdCluster) (*continuous.Report, string) {
 	if !continuousEnabled(c) {
 		return nil, ""
 	}
@@ -102,8 +84,8 @@ func (r *EtcdClusterReconciler) observeContinuousBackup(ctx context.Context, c *
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Sprintf("the continuous backup agent answered %s at %s", resp.Status, url)
 	}
-	report := &agentReport{}
-	if err := json.NewDecoder(resp.Body).Decode(report); err != nil {
+	report, err := continuous.ReadReport(resp.Body)
+	if err != nil {
 		return nil, fmt.Sprintf("the continuous backup agent's report at %s: %v", url, err)
 	}
 	if report.ClusterUID != string(c.UID) {
@@ -153,11 +135,11 @@ func continuousStatus(s *etcdv1beta1.EtcdClusterStatus, c *etcdv1beta1.EtcdClust
 		return // the last report stays: what was stored is still there
 	}
 	out := &etcdv1beta1.ContinuousBackupStatus{Location: rep.Location, OldestRevision: rep.OldestRevision, NewestRevision: rep.NewestRevision}
-	if rep.OldestTime != nil {
+	if !rep.OldestTime.IsZero() {
 		t := metav1.NewTime(rep.OldestTime.UTC().Truncate(time.Second))
 		out.OldestTime = &t
 	}
-	if rep.NewestTime != nil {
+	if !rep.NewestTime.IsZero() {
 		t := metav1.NewTime(rep.NewestTime.UTC().Truncate(time.Second))
 		out.NewestTime = &t
 	}
@@ -273,7 +255,7 @@ func (r *EtcdClusterReconciler) reconcilePointInTimeRestore(ctx context.Context,
 // members, and what it stored is still there (the replay verifies every byte it uses). A report of another
 // location than the cluster's destination, of no coverage, or of a gap reaching the newest revision offers
 // nothing to replay.
-func continuousRecoveryPoint(c *etcdv1beta1.EtcdCluster, rep *agentReport, problem string) (*membership.Backup, string) {
+func continuousRecoveryPoint(c *etcdv1beta1.EtcdCluster, rep *continuous.Report, problem string) (*membership.Backup, string) {
 	if !continuousEnabled(c) {
 		return nil, ""
 	}

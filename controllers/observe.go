@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
+	"github.com/seedops/etcd-operator/internal/backup/continuous"
 	"github.com/seedops/etcd-operator/internal/etcd"
 	"github.com/seedops/etcd-operator/internal/membergate"
 	"github.com/seedops/etcd-operator/internal/membership"
@@ -73,7 +74,7 @@ type observation struct {
 	// it serves or there is none).
 	snapshotServerWait string
 	// continuous is the continuous backup agent's report, or continuousProblem why there is none.
-	continuous        *agentReport
+	continuous        *continuous.Report
 	continuousProblem string
 	// backups are the cluster's finished backup Jobs whose results status has not reported yet.
 	backups []backupRun

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
+	"github.com/seedops/etcd-operator/internal/backup/continuous"
 	"github.com/seedops/etcd-operator/internal/membership"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
@@ -29,10 +30,10 @@ func TestContinuousRecoveryPoint(t *testing.T) {
 	c := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "prod", UID: "u1"}}
 	c.Spec.Backup.Continuous = &etcdv1beta1.ContinuousBackupSpec{Enabled: true}
 	own := "pvc://prod-backups/ns/prod/continuous/"
-	report := func(loc string, newest int64, gaps ...[2]int64) *agentReport {
-		r := &agentReport{ClusterUID: "u1", Location: loc, NewestRevision: newest, OldestRevision: 10}
+	report := func(loc string, newest int64, gaps ...[2]int64) *continuous.Report {
+		r := &continuous.Report{ClusterUID: "u1", Location: loc, NewestRevision: newest, OldestRevision: 10}
 		for _, g := range gaps {
-			r.Gaps = append(r.Gaps, agentGap{FromRevision: g[0], ToRevision: g[1], Reason: "compacted"})
+			r.Gaps = append(r.Gaps, continuous.ReportGap{FromRevision: g[0], ToRevision: g[1], Reason: "compacted"})
 		}
 		return r
 	}
@@ -42,7 +43,7 @@ func TestContinuousRecoveryPoint(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		off      bool
-		rep      *agentReport
+		rep      *continuous.Report
 		problem  string
 		status   *etcdv1beta1.ContinuousBackupStatus
 		want     int64
