@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -14,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,24 +53,40 @@ func (r *EtcdClusterReconciler) reconcileContinuousBackup(ctx context.Context, s
 	return err
 }
 
-// observeContinuousBackup asks the agent's pod for its report: the agent has no Kubernetes API access, so
-// the operator carries what it says into status. A pod that is not ready or does not answer is the
-// problem reported instead.
-func (r *EtcdClusterReconciler) observeContinuousBackup(ctx context.Context, c *etcdv1beta1.EtcdCluster) (*continuous.Report, string) {
+// observeContinuousBackup reads the agent's report: the agent has no Kubernetes API access, so the operator
+// carries what it says into status. A pod that is not ready or does not answer is the problem reported
+// instead. The agent is asked over HTTP at most once per health interval (at is when; requeueAfter looks
+// again when that answer is due for renewal), and again at once when its pod changed (restarted, ready
+// again): a cluster at rest reconciles often, and each call could cost the whole timeout.
+func (r *EtcdClusterReconciler) observeContinuousBackup(ctx context.Context, c *etcdv1beta1.EtcdCluster) (rep *continuous.Report, problem string, at time.Time) {
+	cluster := client.ObjectKeyFromObject(c)
 	if !continuousEnabled(c) {
-		return nil, ""
+		r.agentAnswers.forget(cluster)
+		return nil, "", time.Time{}
 	}
 	pod := &corev1.Pod{}
 	name := resources.ContinuousBackupName(c) + "-0"
 	if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, pod); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Sprintf("the continuous backup agent (pod %s) is not running yet", name)
+			return nil, fmt.Sprintf("the continuous backup agent (pod %s) is not running yet", name), time.Time{}
 		}
-		return nil, fmt.Sprintf("reading pod %s: %v", name, err)
+		return nil, fmt.Sprintf("reading pod %s: %v", name, err), time.Time{}
 	}
 	if !podReady(pod) || pod.Status.PodIP == "" {
-		return nil, fmt.Sprintf("the continuous backup agent (pod %s) is not ready: it has no chain stored yet, or cannot reach the cluster or the destination", name)
+		return nil, fmt.Sprintf("the continuous backup agent (pod %s) is not ready: it has no chain stored yet, or cannot reach the cluster or the destination", name), time.Time{}
 	}
+	version := string(pod.UID) + "/" + pod.ResourceVersion
+	if a, ok := r.agentAnswers.get(cluster); ok && a.fresh(version, r.now(), r.healthInterval()) {
+		return a.report, a.problem, a.at
+	}
+	rep, problem = r.askAgent(ctx, c, pod)
+	a := agentAnswer{pod: version, at: r.now(), report: rep, problem: problem}
+	r.agentAnswers.set(cluster, a)
+	return rep, problem, a.at
+}
+
+// askAgent is one GET of the agent's report.
+func (r *EtcdClusterReconciler) askAgent(ctx context.Context, c *etcdv1beta1.EtcdCluster, pod *corev1.Pod) (*continuous.Report, string) {
 	url := r.agentStatusURL(pod)
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
@@ -92,6 +110,49 @@ func (r *EtcdClusterReconciler) observeContinuousBackup(ctx context.Context, c *
 		return nil, fmt.Sprintf("the continuous backup agent captures cluster UID %s, not this cluster's %s", report.ClusterUID, c.UID)
 	}
 	return report, ""
+}
+
+// agentAnswer is what a cluster's agent last answered (a report, or why there is none), from which pod
+// (its UID and resource version) and when.
+type agentAnswer struct {
+	pod     string
+	at      time.Time
+	report  *continuous.Report
+	problem string
+}
+
+// fresh: the answer came from the agent's pod as it is now, less than maxAge ago.
+func (a agentAnswer) fresh(pod string, now time.Time, maxAge time.Duration) bool {
+	return a.pod == pod && !now.Before(a.at) && now.Sub(a.at) < maxAge
+}
+
+// agentMemory remembers each cluster's last agentAnswer: the operator's memory only (a restarted operator
+// asks again). The zero value is ready to use; reports in it are shared, and never modified.
+type agentMemory struct {
+	mu        sync.Mutex
+	byCluster map[types.NamespacedName]agentAnswer
+}
+
+func (m *agentMemory) get(cluster types.NamespacedName) (agentAnswer, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a, ok := m.byCluster[cluster]
+	return a, ok
+}
+
+func (m *agentMemory) set(cluster types.NamespacedName, a agentAnswer) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.byCluster == nil {
+		m.byCluster = map[types.NamespacedName]agentAnswer{}
+	}
+	m.byCluster[cluster] = a
+}
+
+func (m *agentMemory) forget(cluster types.NamespacedName) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.byCluster, cluster)
 }
 
 // agentStatusURL is where the agent's pod serves its report; tests point it elsewhere.

@@ -73,9 +73,11 @@ type observation struct {
 	// snapshotServerWait says why members restoring from a claim wait for its snapshot server ("" when
 	// it serves or there is none).
 	snapshotServerWait string
-	// continuous is the continuous backup agent's report, or continuousProblem why there is none.
+	// continuous is the continuous backup agent's report, or continuousProblem why there is none;
+	// continuousAt is when the agent said so (zero when it was not asked).
 	continuous        *continuous.Report
 	continuousProblem string
+	continuousAt      time.Time
 	// backups are the cluster's finished backup Jobs whose results status has not reported yet.
 	backups []backupRun
 	// authEnabled is whether etcd authentication is on (nil: not known).
@@ -245,7 +247,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta1.Etcd
 	if obs.snapshotServerWait, err = r.observeSnapshotServer(ctx, c); err != nil {
 		return obs, err
 	}
-	obs.continuous, obs.continuousProblem = r.observeContinuousBackup(ctx, c)
+	obs.continuous, obs.continuousProblem, obs.continuousAt = r.observeContinuousBackup(ctx, c)
 	if obs.backups, err = r.observeBackups(ctx, c); err != nil {
 		return obs, err
 	}
