@@ -397,8 +397,6 @@ func (a *agent) handler() http.Handler {
 	return mux
 }
 
-const continuousMetricsPrefix = "etcd_operator_continuous_backup_"
-
 // agentCollector renders the agent's state at each scrape. Gauges of a value not known yet (no chain, no
 // catalog read) have no series rather than a misleading zero.
 type agentCollector struct {
@@ -411,7 +409,7 @@ type agentCollector struct {
 func newAgentCollector(a *agent) *agentCollector {
 	labels := prometheus.Labels{"cluster": a.cfg.Cluster, "namespace": a.cfg.Namespace}
 	d := func(name, help string) *prometheus.Desc {
-		return prometheus.NewDesc(continuousMetricsPrefix+name, help, nil, labels)
+		return prometheus.NewDesc(continuous.MetricsPrefix+name, help, nil, labels)
 	}
 	return &agentCollector{a: a,
 		newestRevision: d("newest_revision", "Newest restorable revision."),

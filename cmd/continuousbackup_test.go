@@ -14,12 +14,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
@@ -507,5 +509,24 @@ func TestStatusReportContract(t *testing.T) {
 		if _, ok := gap[0].(map[string]any)[k]; !ok {
 			t.Errorf("/status gap lacks %q: %s", k, body)
 		}
+	}
+}
+
+// TestAgentMetricNames: the agent serves exactly the metrics continuous.MetricNames lists, which the
+// documentation and the query checks are held to.
+func TestAgentMetricNames(t *testing.T) {
+	descs := make(chan *prometheus.Desc, 64)
+	newAgentCollector(&agent{}).Describe(descs)
+	close(descs)
+	var got []string
+	for d := range descs {
+		name, _, _ := strings.Cut(strings.TrimPrefix(d.String(), `Desc{fqName: "`), `"`)
+		got = append(got, name)
+	}
+	slices.Sort(got)
+	want := continuous.MetricNames()
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("the agent describes %q, continuous.MetricNames lists %q", got, want)
 	}
 }

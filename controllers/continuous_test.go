@@ -84,6 +84,12 @@ var _ = Describe("Continuous backup", func() {
 		Expect(args).To(ContainElements("continuous-backup", "--cluster-uid="+string(c.UID), "--segment-interval=10s",
 			"--full-snapshot-interval=24h0m0s", "--retain-for=168h0m0s", "--pvc-claim="+resources.BackupPVCName(c)))
 		Expect(k8sClient.Get(ctx, key(c.Namespace, resources.BackupPVCName(c)), &corev1.PersistentVolumeClaim{})).To(Succeed())
+		// Prometheus scrapes the agent's /metrics through a PodMonitor of its own.
+		agentMonitor := monitoringObject(c, resources.PodMonitorGVK, resources.ContinuousBackupPodMonitorName(c))
+		Eventually(func() error { return get(ctx, agentMonitor) }, timeout, interval).Should(Succeed())
+		Expect(agentMonitor.GetOwnerReferences()).To(ContainElement(HaveField("UID", c.UID)))
+		Expect(agentMonitor.Object["spec"]).To(HaveKeyWithValue("selector", HaveKeyWithValue("matchLabels", HaveKeyWithValue(resources.LabelComponent, resources.ComponentContinuousBackup))))
+		Expect(agentMonitor.Object["spec"]).To(HaveKeyWithValue("podMetricsEndpoints", ContainElement(HaveKeyWithValue("port", "status"))))
 
 		By("saying why there is no report while the agent's pod is missing")
 		Eventually(func(g Gomega) {
@@ -136,6 +142,7 @@ var _ = Describe("Continuous backup", func() {
 		Expect(k8sClient.Patch(ctx, c, patch)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(apierrors.IsNotFound(k8sClient.Get(ctx, key(c.Namespace, resources.ContinuousBackupName(c)), &appsv1.StatefulSet{}))).To(BeTrue())
+			g.Expect(apierrors.IsNotFound(get(ctx, monitoringObject(c, resources.PodMonitorGVK, resources.ContinuousBackupPodMonitorName(c))))).To(BeTrue())
 			g.Expect(get(ctx, c)).To(Succeed())
 			g.Expect(c.Status.ContinuousBackup).To(BeNil())
 			g.Expect(apimeta.FindStatusCondition(c.Status.Conditions, etcdv1beta1.ConditionContinuousBackup)).To(BeNil())

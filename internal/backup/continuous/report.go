@@ -45,3 +45,17 @@ func ReadReport(r io.Reader) (*Report, error) {
 	}
 	return rep, nil
 }
+
+// MetricsPrefix starts the name of every metric the agent serves at /metrics.
+const MetricsPrefix = "etcd_operator_continuous_backup_"
+
+// MetricNames are the metrics the agent serves at /metrics (cmd/continuousbackup.go; docs/metrics.md), for
+// the checks of documentation and queries that refer to them.
+func MetricNames() []string {
+	var out []string
+	for _, n := range []string{"newest_revision", "newest_timestamp_seconds", "oldest_revision", "oldest_timestamp_seconds", "gaps",
+		"recovery_point_seconds", "capturing", "segments_written_total", "bytes_written_total", "chains_started_total", "gaps_recorded_total"} {
+		out = append(out, MetricsPrefix+n)
+	}
+	return out
+}
