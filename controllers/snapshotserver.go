@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -127,18 +126,7 @@ func snapshotServerWait(pod *corev1.Pod) string {
 		if cs.Name != resources.SnapshotServerContainerName {
 			continue
 		}
-		t := cs.State.Terminated
-		if t == nil {
-			t = cs.LastTerminationState.Terminated
-		}
-		if t != nil && t.ExitCode != 0 {
-			msg := strings.TrimSpace(t.Message)
-			var res struct {
-				Error string `json:"error"`
-			}
-			if json.Unmarshal([]byte(msg), &res) == nil && res.Error != "" {
-				msg = res.Error
-			}
+		if msg, failed := resources.ContainerFailure(cs); failed {
 			return fmt.Sprintf("%s: it stopped: %s", prefix, msg)
 		}
 		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" {

@@ -307,21 +307,31 @@ func RestoreFailure(pods []corev1.Pod) string {
 			if cs.Name != RestoreContainerName {
 				continue
 			}
-			t := cs.State.Terminated
-			if t == nil {
-				t = cs.LastTerminationState.Terminated
-			}
-			if t != nil && t.ExitCode != 0 {
-				msg := strings.TrimSpace(t.Message)
-				var res struct {
-					Error string `json:"error"`
-				}
-				if json.Unmarshal([]byte(msg), &res) == nil && res.Error != "" {
-					msg = res.Error
-				}
+			if msg, failed := ContainerFailure(cs); failed {
 				return fmt.Sprintf("member %s could not restore: %s", pods[i].Name, msg)
 			}
 		}
 	}
 	return ""
+}
+
+// ContainerFailure says why a container of the operator's image failed, if its current termination (or,
+// while it waits to run again, its last one) failed: the error of the JSON result it writes as its
+// termination message, or the message as written (a log tail when it wrote none).
+func ContainerFailure(cs corev1.ContainerStatus) (string, bool) {
+	t := cs.State.Terminated
+	if t == nil {
+		t = cs.LastTerminationState.Terminated
+	}
+	if t == nil || t.ExitCode == 0 {
+		return "", false
+	}
+	msg := strings.TrimSpace(t.Message)
+	var res struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal([]byte(msg), &res) == nil && res.Error != "" {
+		msg = res.Error
+	}
+	return msg, true
 }
