@@ -30,7 +30,7 @@ CSV_BASE := config/manifests/bases/$(PACKAGE_NAME).clusterserviceversion.yaml
 BUNDLE_CSV := $(BUNDLE_DIR)/manifests/$(PACKAGE_NAME).clusterserviceversion.yaml
 
 .PHONY: bundle
-bundle: manifests kustomize operator-sdk ## Generate bundle/ (CSV, CRD, metadata, scorecard config) from config/ and validate it.
+bundle: manifests chart kustomize operator-sdk ## Generate bundle/ (CSV, CRD, metadata, scorecard config) from config/ and validate it; the Helm chart's generated files with it.
 	$(OPERATOR_SDK) generate kustomize manifests -q --interactive=false
 	@# Start from an empty bundle/manifests so objects dropped from config/ leave the bundle too. The image is set
 	@# on a throwaway copy of config/ so the tree stays as committed whatever IMG is.
