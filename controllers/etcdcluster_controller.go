@@ -110,6 +110,9 @@ func (r *EtcdClusterReconciler) now() time.Time {
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
+// A survivor restarted in a quorum-loss recovery is bound to the one node its volume allows when an empty
+// member's pod took that node (membership.ActionBindPod): the scheduler alone would leave it Pending.
+// +kubebuilder:rbac:groups="",resources=pods/binding,verbs=create
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=batch,resources=cronjobs,verbs=get;list;watch;create;update;patch;delete

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -155,6 +157,20 @@ func (r *EtcdClusterReconciler) doStep(ctx context.Context, c *etcdv1beta1.EtcdC
 			return nil
 		}
 		return client.IgnoreNotFound(r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}))
+	case membership.ActionBindPod:
+		pod := obs.podByOrdinal[a.Ordinal]
+		if pod == nil || pod.Spec.NodeName != "" || !pod.DeletionTimestamp.IsZero() {
+			return nil
+		}
+		binding := &corev1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
+			Target:     corev1.ObjectReference{Kind: "Node", Name: a.Node},
+		}
+		// A pod bound meanwhile (the scheduler was faster) answers Conflict: nothing left to do.
+		if err := r.SubResource("binding").Create(ctx, pod, binding); err != nil && !apierrors.IsConflict(err) {
+			return client.IgnoreNotFound(err)
+		}
+		return nil
 	case membership.ActionMarkReplace:
 		pvc := obs.pvcByOrdinal[a.Ordinal]
 		if pvc == nil {

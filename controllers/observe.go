@@ -33,6 +33,10 @@ const (
 	AnnotationReplace = "etcd.seedops.io/replace"
 )
 
+// annotationSelectedNode is where the scheduler records the node it chose for a claim bound on first use
+// (node-local storage): the only node a pod of that claim can run on.
+const annotationSelectedNode = "volume.kubernetes.io/selected-node"
+
 // observation is what the controller saw of a cluster's pods, volumes and etcd members.
 type observation struct {
 	// options are the operator's, with the cluster's own DNS domain (clusterOptions).
@@ -593,6 +597,7 @@ func (obs observation) planInput(c *etcdv1beta1.EtcdCluster, now time.Time, heal
 		// New pods get the StatefulSet's template, and a gate once there stays (memberGate).
 		in.JoinGated = hasMemberGate(&obs.statefulSet.Spec.Template.Spec)
 	}
+	in.StrictSpread = resources.StrictSpread(c)
 	in.MaxLearners = obs.learnersEveryMemberAccepts()
 	if in.StatefulSetReplicas > 0 && len(obs.pods) == 0 && !in.Formed {
 		in.StatefulSetReplicas = 0 // no pod ever started: the bootstrap size may still follow the spec
@@ -612,7 +617,7 @@ func (obs observation) planInput(c *etcdv1beta1.EtcdCluster, now time.Time, heal
 	for ord, pvc := range obs.pvcByOrdinal {
 		id, _ := strconv.ParseUint(pvc.Annotations[AnnotationMemberID], 16, 64)
 		in.Volumes[ord] = membership.Volume{MemberID: id, Replace: pvc.Annotations[AnnotationReplace] == "true",
-			Deleting: !pvc.DeletionTimestamp.IsZero(), Created: pvc.CreationTimestamp.Time}
+			Deleting: !pvc.DeletionTimestamp.IsZero(), Created: pvc.CreationTimestamp.Time, Node: pvc.Annotations[annotationSelectedNode]}
 	}
 	var leader uint64
 	for _, st := range obs.statuses {

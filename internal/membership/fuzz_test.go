@@ -2,6 +2,7 @@ package membership
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -120,6 +121,15 @@ func observedFrom(data []byte) Observed {
 			p.NodeDownSince = now.Add(-time.Duration(next()) * 10 * time.Second)
 		}
 		o.Pods[ord] = p
+	}
+	// A strict spread, and the nodes the claims bind their pods to (the older seeds end before).
+	o.StrictSpread = next()&1 != 0
+	for _, ord := range slices.Sorted(maps.Keys(o.Volumes)) {
+		if f := next(); f&1 != 0 {
+			v := o.Volumes[ord]
+			v.Node = fmt.Sprintf("node-%d", f>>1%4)
+			o.Volumes[ord] = v
+		}
 	}
 	return o
 }

@@ -92,6 +92,9 @@ type Volume struct {
 	Deleting bool
 	// Created is when the claim was created (zero if unknown).
 	Created time.Time
+	// Node is the node a node-local volume binds the claim to (the scheduler's choice for a claim bound on
+	// first use), "" when unknown: a pod of this claim can run there only.
+	Node string
 }
 
 // Observed is everything Plan needs.
@@ -124,6 +127,9 @@ type Observed struct {
 	// JoinGated is true when new member pods run the member gate, which holds etcd back until the
 	// operator has added the member: only then may a pod start before its member is in etcd.
 	JoinGated bool
+	// StrictSpread: the scheduler places a member only where nodes stay within one member of each other
+	// (spread Required), so two members' pods never share a node for long.
+	StrictSpread bool
 	// MaxLearners is how many learners every member of etcd accepts at once (etcd's --max-learners, 1 by
 	// default and on etcd 3.5): the lowest setting among the members' pods and the template new pods get.
 	// Each member checks the limit when it applies a membership change, so a learner only some of them
@@ -148,6 +154,8 @@ const (
 	ActionMarkReplace   ActionType = "MarkVolumeForReplacement"
 	ActionUnmarkReplace ActionType = "UnmarkVolumeForReplacement"
 	ActionDeleteVolume  ActionType = "DeleteVolume"
+	// ActionBindPod places a pod on the one node its volume allows, as the scheduler would (a binding).
+	ActionBindPod ActionType = "BindPod"
 )
 
 // Action is the one mutating step to take now.
@@ -159,6 +167,8 @@ type Action struct {
 	// kubelet does not confirm the end of a pod, and until the pod is gone, its claim stays (pvc-protection)
 	// and the StatefulSet creates no pod in its place.
 	Force bool
+	// Node (BindPod) is the node to bind the pod to.
+	Node string
 }
 
 // Phase says what the cluster is doing, for status.

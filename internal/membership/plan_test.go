@@ -32,6 +32,18 @@ func formed(desired, sts int, ms []Member) Observed {
 		Pods: pods(sts), Volumes: map[int]Volume{}, Now: now, HealAfter: time.Minute, TargetVersion: "3.5.17", JoinGated: true}
 }
 
+// besideMember is a 3-member cluster recovering with member 0 alone, on node n-0, where member 1's new pod is
+// placed too; member 1's claim records memberID (0: none).
+func besideMember(strict bool, memberID uint64) Observed {
+	o := formed(3, 3, voters(1))
+	o.StrictSpread = strict
+	o.Pods[0] = Pod{Ready: true, UpToDate: true, Node: "n-0"}
+	o.Pods[1] = Pod{Node: "n-0"}
+	delete(o.Pods, 2)
+	o.Volumes[1] = Volume{MemberID: memberID}
+	return o
+}
+
 // planCase is one situation and the decision Plan must take in it.
 type planCase struct {
 	name     string
@@ -88,6 +100,21 @@ func TestPlan(t *testing.T) {
 		{name: "stable", in: formed(3, 3, voters(3)), replicas: 3, phase: PhaseStable},
 		{name: "scale up adds the next ordinal as a learner",
 			in: formed(5, 3, voters(3)), action: ActionAddLearner, ordinal: 3, replicas: 5, phase: PhaseScaling},
+		{name: "strict spread: a new member's pod on a member's node leaves it with its empty claim before it joins",
+			in: besideMember(true, 0), action: ActionDeleteVolume, ordinal: 1, replicas: 3, phase: PhaseScaling,
+			message: "member 1's pod shares node n-0 with member 0 while the spread is Required"},
+		{name: "preferred spread: a new member may join beside another",
+			in: besideMember(false, 0), action: ActionAddLearner, ordinal: 1, replicas: 3, phase: PhaseScaling},
+		{name: "strict spread: a claim that records a member's data is never deleted for placement",
+			in: besideMember(true, 101), action: ActionDeleteVolume, ordinal: 1, replicas: 3, phase: PhaseScaling,
+			message: "deleting stale data of removed member 1"},
+		{name: "strict spread, a node of its own: it joins",
+			in: func() Observed {
+				o := besideMember(true, 0)
+				o.Pods[1] = Pod{Node: "n-1"}
+				return o
+			}(),
+			action: ActionAddLearner, ordinal: 1, replicas: 3, phase: PhaseScaling},
 		{name: "scale up waits while a member is unhealthy",
 			in: func() Observed {
 				o := formed(5, 3, voters(3))

@@ -178,10 +178,46 @@ func continueForcedStart(o Observed) Decision {
 		d.Message = fmt.Sprintf("recovering from %s: restarting it alone with --force-new-cluster", f.Member)
 	case p.CannotStart != "":
 		d.Message = fmt.Sprintf("recovering from %s: it cannot start (%s)", f.Member, p.CannotStart)
+	case p.Pending != "":
+		d.Message = fmt.Sprintf("recovering from %s: its pod is not scheduled (%s)", f.Member, p.Pending)
+		if taker, ok := survivorNodeTaken(o, ord); ok {
+			// Freeing the node would not do: a pod that waits longer than the survivor's takes it again
+			// first (seen: the empty members took turns). The survivor can run nowhere else. Under a strict
+			// spread, the empty member leaves the node before it joins (scaleUp).
+			node := o.Volumes[ord].Node
+			d.Action = Action{Type: ActionBindPod, Ordinal: ord, Node: node}
+			d.Message = fmt.Sprintf("recovering from %s: its volume binds it to node %s, where member %d's pod, which holds no data, took its place; "+
+				"binding %s's pod to %s", f.Member, node, taker, f.Member, node)
+		}
 	default:
 		d.Message = fmt.Sprintf("recovering from %s: waiting for it to start alone", f.Member)
 	}
 	return d
+}
+
+// survivorNodeTaken finds the pod that took the survivor's place while the survivor's pod was being restarted:
+// the survivor's volume binds it to one node, and a strict spread (or any limit of one member per node) lets
+// another member's new pod, waiting for a node of its own, take that node the moment the survivor's old pod
+// is gone. That pod must hold no data, which the evidence of recovery already says of every other voter that
+// is not answering; it is the one to go, or the cluster never comes back.
+func survivorNodeTaken(o Observed, survivor int) (int, bool) {
+	node := o.Volumes[survivor].Node
+	if node == "" {
+		return 0, false
+	}
+	holdsData := map[int]bool{}
+	for _, v := range o.Recovery.Voters {
+		_, answers := o.Recovery.Survivors[v.Ordinal]
+		holdsData[v.Ordinal] = v.HasData || answers
+	}
+	for _, ord := range sortedOrdinals(o.Pods) {
+		p := o.Pods[ord]
+		if ord == survivor || p.Node != node || p.Terminating || holdsData[ord] {
+			continue
+		}
+		return ord, true
+	}
+	return 0, false
 }
 
 // endForcedStart: etcd answers again after a forced start; the instruction is taken out of the

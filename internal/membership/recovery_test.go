@@ -38,6 +38,18 @@ func lostFive(i0, i3 uint64) Observed {
 	return o
 }
 
+// survivorNodeTakenBy is a forced start of member 0 whose new pod waits for a node while member ord's pod
+// runs on n-0, the node member 0's volume is bound to; holdsData says whether member ord still has its data.
+func survivorNodeTakenBy(ord int, holdsData bool) Observed {
+	o := forcing(lostMajority(time.Hour), Pod{UID: "pod-0b", Pending: "0/3 nodes are available: 1 node(s) didn't match pod topology spread constraints"})
+	o.Volumes[0] = Volume{MemberID: 100, Node: "n-0"}
+	p := o.Pods[ord]
+	p.Node = "n-0"
+	o.Pods[ord] = p
+	o.Recovery.Voters[ord].HasData = holdsData
+	return o
+}
+
 func TestQuorumLossRecovery(t *testing.T) {
 	cases := []planCase{
 		{name: "report only: nothing changes",
@@ -130,6 +142,23 @@ func TestQuorumLossRecovery(t *testing.T) {
 		{name: "forcing: a new pod that cannot start says why",
 			in: forcing(lostMajority(time.Hour), Pod{UID: "pod-0b", CannotStart: "CrashLoopBackOff"}), replicas: 3, phase: PhaseRecovering,
 			message: "it cannot start (CrashLoopBackOff)"},
+		{name: "forcing: a new pod not scheduled says why",
+			in: forcing(lostMajority(time.Hour), Pod{UID: "pod-0b", Pending: "0/3 nodes are available"}), replicas: 3, phase: PhaseRecovering,
+			message: "its pod is not scheduled (0/3 nodes are available)"},
+		{name: "forcing: an empty member's pod took the node the survivor's volume binds it to: it goes",
+			in: survivorNodeTakenBy(2, false), action: ActionBindPod, ordinal: 0, replicas: 3, phase: PhaseRecovering,
+			message: "its volume binds it to node n-0, where member 2's pod, which holds no data, took its place; binding c-0's pod to n-0"},
+		{name: "forcing: a pod on that node whose member holds data is never the one to go",
+			in: survivorNodeTakenBy(2, true), replicas: 3, phase: PhaseRecovering, message: "its pod is not scheduled"},
+		{name: "forcing: nothing on the survivor's node: it waits for the scheduler",
+			in: func() Observed {
+				o := survivorNodeTakenBy(2, false)
+				p := o.Pods[2]
+				p.Node = "n-2"
+				o.Pods[2] = p
+				return o
+			}(),
+			replicas: 3, phase: PhaseRecovering, message: "its pod is not scheduled"},
 		{name: "forcing continues even with recovery turned off meanwhile: a half-done start is worse",
 			in: func() Observed {
 				o := forcing(lostMajority(time.Hour), Pod{UID: "pod-0"})

@@ -468,6 +468,12 @@ func scaleUp(o Observed, v view) (Decision, bool) {
 		d.Phase, d.Message = PhaseWaiting, fmt.Sprintf("not adding member %d: its pod serves etcd, but no member in etcd maps to it", k)
 		return d, true
 	}
+	if beside, ok := sharesNode(o, v, k); ok && o.StrictSpread && o.Volumes[k].MemberID == 0 {
+		// Only a pod the operator bound itself (a survivor's, in a quorum-loss recovery) shares a node under a
+		// strict spread: the new member waits for a node of its own, as the spread requires, before it joins.
+		return deleteData(o, v, k, PhaseScaling, fmt.Sprintf("member %d's pod shares node %s with member %d while the spread is Required: "+
+			"its pod and empty claim are deleted so that it joins on a node of its own", k, o.Pods[k].Node, beside)), true
+	}
 	d.Action, d.Message = Action{Type: ActionAddLearner, Ordinal: k}, fmt.Sprintf("adding member %d as a learner (%d of %d members)", k, len(v.ours)+1, o.Desired)
 	// The configuration lists the new member before etcd does: its pod may already wait in its member
 	// gate, and etcd starts on the configuration the kubelet reads once the gate lets it (the controller
@@ -476,6 +482,20 @@ func scaleUp(o Observed, v view) (Decision, bool) {
 	slices.SortFunc(joined, compareOrdinals)
 	d.Config = existingConfig(joined, v.unknown)
 	return d, true
+}
+
+// sharesNode returns a member whose pod runs on the node ordinal k's pod is placed on.
+func sharesNode(o Observed, v view, k int) (int, bool) {
+	p, ok := o.Pods[k]
+	if !ok || p.Node == "" || p.Terminating {
+		return 0, false
+	}
+	for _, m := range v.ours {
+		if q, ok := o.Pods[m.Ordinal]; ok && m.Ordinal != k && q.Node == p.Node && !q.Terminating {
+			return m.Ordinal, true
+		}
+	}
+	return 0, false
 }
 
 // reAddDespiteUnhealthy: a member removed before awaits its re-add, and the only unhealthy voters are due

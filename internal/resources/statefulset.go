@@ -255,6 +255,12 @@ func withPlacement(spec *corev1ac.PodSpecApplyConfiguration, c *etcdv1beta1.Etcd
 // failure takes every node in it.
 var spreadTopologyKeys = []string{corev1.LabelTopologyZone, corev1.LabelHostname}
 
+// StrictSpread: the default placement with spread Required, where the scheduler places a member only where
+// it keeps nodes (and zones) within one member of each other.
+func StrictSpread(c *etcdv1beta1.EtcdCluster) bool {
+	return c.Spec.Pod.Affinity == nil && len(c.Spec.Pod.TopologySpreadConstraints) == 0 && c.Spec.Pod.Spread == etcdv1beta1.SpreadRequired
+}
+
 // defaultSpread keeps members within one of each other per zone and per node, so that one zone or node
 // failure costs as few voters as the topology allows. Preferred by default: a member placed unevenly still
 // serves, and status reports the tolerance that placement leaves (Spread condition, failureTolerance).

@@ -265,6 +265,128 @@ var _ = Describe("Node events on three nodes", Label("nodes"), Serial, func() {
 		Entry("a node partitioned", "cutoff", framework.Partition, framework.Heal),
 	)
 
+	It("loses two of three nodes: waits while their data may come back, then recovers from the survivor onto the nodes that return", func() {
+		ns := fw.NewNamespace("two-nodes-lost")
+		c := fw.NewCluster(ns, "majority", etcdVersion, 3)
+		c.Spec.BackupSchedule = ""
+		c.Spec.Recovery = etcdv1beta1.RecoverySpec{QuorumLoss: etcdv1beta1.QuorumLossFromSurvivor, After: &metav1.Duration{Duration: 30 * time.Second}}
+		// Required: the members that rejoin wait for nodes of their own instead of joining the survivor's.
+		c.Spec.Pod.Spread = etcdv1beta1.SpreadRequired
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		fw.WaitAvailable(c, 5*time.Minute)
+		expectClaimsRecorded(c, 3)
+		ids := memberIDsByName(c, 3)
+		claims, pods := claimUIDs(c, 3), podUIDs(c)
+		survivorNode, survivor, lostNodes, lost := majorityAwayFromOperator(c)
+
+		By("writing, then reading the last write through each member: every member holds every acknowledged write")
+		before := fw.StartWriter(c, "/e2e/majority-before")
+		before.WaitProgress(50, time.Minute)
+		before.Stop()
+		for _, pod := range memberNames(c, 3) {
+			_, err := etcdctl(c, pod, "--endpoints="+localURL(c), "get", "/e2e/majority-before/", "--prefix", "--keys-only", "--limit=1")
+			Expect(err).NotTo(HaveOccurred(), pod)
+		}
+
+		By(fmt.Sprintf("powering off %v (members %v, their volumes with them); %s keeps %s and the operator", lostNodes, lost, survivorNode, survivor))
+		off := map[string]bool{}
+		DeferCleanup(func() {
+			for node := range off {
+				framework.PowerOn(node)
+			}
+		})
+		start := time.Now()
+		for _, node := range lostNodes {
+			framework.PowerOff(node)
+			off[node] = true
+		}
+		for _, node := range lostNodes {
+			fw.WaitNodeReady(node, false, 2*time.Minute)
+		}
+		framework.ReportDuration("both nodes NotReady", time.Since(start))
+		progressing := func(g Gomega) string {
+			cur := fw.GetCluster(c)
+			avail := meta.FindStatusCondition(cur.Status.Conditions, etcdv1beta1.ConditionAvailable)
+			g.Expect(avail).NotTo(BeNil())
+			g.Expect(avail.Reason).To(Equal("QuorumLost"))
+			p := meta.FindStatusCondition(cur.Status.Conditions, etcdv1beta1.ConditionProgressing)
+			g.Expect(p).NotTo(BeNil())
+			return p.Message
+		}
+		Eventually(progressing).WithTimeout(time.Minute).WithPolling(time.Second).Should(And(
+			ContainSubstring("3 of 3 voters still hold their data (quorum 2), so the majority may come back"),
+			ContainSubstring(lostNodes[0]), ContainSubstring(lostNodes[1])))
+		framework.ReportDuration("quorum loss reported, naming both nodes", time.Since(start))
+
+		By("past recovery.after, with FromSurvivor chosen: nothing is forced while the lost members' data may come back")
+		Consistently(func(g Gomega) {
+			g.Expect(progressing(g)).To(ContainSubstring("so the majority may come back"))
+			expectSameClaims(g, c, claims)
+			expectSamePods(g, c, pods)
+			cm := &corev1.ConfigMap{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Name + "-config"}, cm)).To(Succeed())
+			g.Expect(cm.Data).NotTo(HaveKey("FORCE_NEW_CLUSTER_MEMBER"), "no forced start while a majority may come back")
+		}).WithTimeout(45 * time.Second).WithPolling(2 * time.Second).Should(Succeed())
+
+		By("a human declaring the two nodes' volumes lost: their claims and pods deleted (the pods forcibly: their kubelets are off)")
+		for _, name := range lost {
+			pvc := &corev1.PersistentVolumeClaim{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-" + name}, pvc)).To(Succeed())
+			Expect(k8s.Delete(ctx, pvc)).To(Succeed())
+			p := &corev1.Pod{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p)).To(Succeed())
+			Expect(k8s.Delete(ctx, p, client.GracePeriodSeconds(0))).To(Succeed())
+		}
+		after := fw.StartWriter(c, "/e2e/majority-after")
+		By("the survivor restarting alone: etcd answers again with the survivor's member ID")
+		Eventually(func(g Gomega) {
+			got := memberIDsByNameG(g, c)
+			g.Expect(got).To(HaveKeyWithValue(survivor, ids[survivor]))
+			for _, name := range lost {
+				g.Expect(got[name]).NotTo(Equal(ids[name]), "%s is not in etcd with its old ID", name)
+			}
+		}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		framework.ReportDuration("survivor answering alone", time.Since(start))
+		// The members that rejoin do not stay beside the survivor (spread Required): an empty one that took the
+		// survivor's node while its pod restarted is moved off it, and they wait for nodes of their own.
+		notBeside := func(g Gomega) {
+			for _, name := range lost {
+				if p := podNamed(ns, name); p != nil {
+					g.Expect(p.Spec.NodeName).NotTo(Equal(survivorNode), "%s placed beside the survivor", name)
+				}
+			}
+		}
+		Eventually(notBeside).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		Consistently(notBeside).WithTimeout(10 * time.Second).WithPolling(time.Second).Should(Succeed())
+
+		By(fmt.Sprintf("powering %v on again: the members rejoin empty there, one per node", lostNodes))
+		for _, node := range lostNodes {
+			framework.PowerOn(node)
+			delete(off, node)
+		}
+		for _, node := range lostNodes {
+			fw.WaitNodeReady(node, true, 2*time.Minute)
+		}
+		fw.WaitAvailable(c, 5*time.Minute)
+		expectVotingMembers(c, memberNames(c, 3), 5*time.Minute)
+		framework.ReportDuration("3 voting members on 3 nodes again", time.Since(start))
+		byNode, _ := memberPlacement(c)
+		Expect(byNode).To(HaveLen(3), "members by node: %v", byNode)
+		now := memberIDsByName(c, 3)
+		Expect(now[survivor]).To(Equal(ids[survivor]), "the survivor keeps its member ID")
+		for _, name := range lost {
+			Expect(now[name]).NotTo(Equal(ids[name]), "%s rejoined as a new member", name)
+		}
+		expectAgreement(c, 3)
+		before.Verify(c)
+		after.WaitProgress(50, time.Minute)
+		acked, failed := after.Counts()
+		AddReportEntry("writer from the loss on", fmt.Sprintf("%d acknowledged, %d failed, longest gap %s",
+			acked, failed, after.LongestGap().Round(time.Millisecond)))
+		after.StopAndVerify(c)
+		Expect(clusterEvents(c, corev1.EventTypeWarning, "QuorumRecovery")).NotTo(BeEmpty(), "the recovery step is an event")
+	})
+
 	It("restores a new cluster from a backup claim with its members on three nodes", func() {
 		ns := fw.NewNamespace("claim-restore")
 		src := fw.NewCluster(ns, "source", etcdVersion, 3)
@@ -317,12 +439,7 @@ func memberPlacement(c *etcdv1beta1.EtcdCluster) (byNode, byZone map[string][]st
 // member: a fault there takes a member away, not the operator that must act on it.
 func memberNodeAwayFromOperator(c *etcdv1beta1.EtcdCluster) (node, member string) {
 	GinkgoHelper()
-	pods := &corev1.PodList{}
-	Expect(k8s.List(ctx, pods, client.InNamespace(operatorNamespace), client.MatchingLabels{"control-plane": "controller-manager"})).To(Succeed())
-	operatorNodes := map[string]bool{}
-	for _, p := range pods.Items {
-		operatorNodes[p.Spec.NodeName] = true
-	}
+	operatorNodes := operatorNodes()
 	byNode, _ := memberPlacement(c)
 	for _, n := range slices.Sorted(maps.Keys(byNode)) {
 		if !operatorNodes[n] && len(byNode[n]) == 1 {
@@ -331,6 +448,41 @@ func memberNodeAwayFromOperator(c *etcdv1beta1.EtcdCluster) (node, member string
 	}
 	Fail(fmt.Sprintf("no node with one member and no operator pod: members %v, operator on %v", byNode, operatorNodes))
 	return "", ""
+}
+
+// majorityAwayFromOperator returns the node with the operator's pod and the member there (the survivor), and
+// the two other nodes and their members: powering those off takes the majority away, not the operator.
+func majorityAwayFromOperator(c *etcdv1beta1.EtcdCluster) (survivorNode, survivor string, lostNodes, lost []string) {
+	GinkgoHelper()
+	var operatorOn map[string]bool
+	// After a rollout the old pod may still be terminating.
+	Eventually(func() map[string]bool { operatorOn = operatorNodes(); return operatorOn }).
+		WithTimeout(time.Minute).WithPolling(time.Second).Should(HaveLen(1), "one operator pod")
+	byNode, _ := memberPlacement(c)
+	Expect(byNode).To(HaveLen(3), "members by node: %v", byNode)
+	for _, n := range slices.Sorted(maps.Keys(byNode)) {
+		if operatorOn[n] {
+			survivorNode, survivor = n, byNode[n][0]
+			continue
+		}
+		lostNodes, lost = append(lostNodes, n), append(lost, byNode[n][0])
+	}
+	Expect(survivorNode).NotTo(BeEmpty(), "no member on the operator's node: members %v, operator on %v", byNode, operatorOn)
+	return survivorNode, survivor, lostNodes, lost
+}
+
+// operatorNodes returns the nodes the operator's pods run on (pods being deleted left out).
+func operatorNodes() map[string]bool {
+	GinkgoHelper()
+	pods := &corev1.PodList{}
+	Expect(k8s.List(ctx, pods, client.InNamespace(operatorNamespace), client.MatchingLabels{"control-plane": "controller-manager"})).To(Succeed())
+	out := map[string]bool{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			out[p.Spec.NodeName] = true
+		}
+	}
+	return out
 }
 
 // raftTerm is the cluster's raft term (one more per election), as a member answering through the Service sees it.

@@ -39,6 +39,12 @@ markers); do not edit. */ -}}
 - apiGroups:
   - ""
   resources:
+  - pods/binding
+  verbs:
+  - create
+- apiGroups:
+  - ""
+  resources:
   - secrets
   verbs:
   - create
