@@ -18,7 +18,8 @@ type rule struct {
 // come first, in Plan):
 //  0. end a quorum-loss recovery: once every member restored from the backup and is healthy, or the
 //     forced member answers, the recovery's record leaves the configuration;
-//  1. restart a pod that cannot run etcd on an outdated template (a reverted version), onto the current one;
+//  1. restart a pod that cannot run etcd on an outdated template (a reverted version), or one in which etcd
+//     never ran (restartNeverRan), onto the current one;
 //  2. finish a replacement in progress (remove the member, then its data: a pod on a lost node is deleted
 //     without waiting for its kubelet), or call it off if it recovered;
 //  3. wipe a volume the member gate refused (it holds a removed member's data);
@@ -56,7 +57,8 @@ var rules = []rule{
 // bootstrap: a cluster that never formed starts every member together from a static list (fast); members
 // of it that start after it formed keep that list (lateBootstrap). A formed cluster never bootstraps
 // again, even when its StatefulSet is gone (deleted with orphaned pods, or replaced to grow volumes): a new
-// initial cluster would split it in two.
+// initial cluster would split it in two. Its one step is restartNeverRan (a corrected version reaches pods
+// that never started); a member pod whose image cannot be had stalls it, as it stalls an upgrade.
 func bootstrap(o Observed) (Decision, bool) {
 	if o.Formed || o.Reachable {
 		return Decision{}, false
@@ -105,6 +107,8 @@ func restartNeverRan(o Observed, healthy func(ord int) bool) (Action, string, bo
 
 // unreachable: after formation, nothing about membership is safe to change without etcd's member list. A
 // missing StatefulSet is recreated to cover the members last seen, so their pods come back on their data.
+// Only a pod in which etcd never ran is restarted onto a corrected template (restartNeverRan): a single
+// member restarted onto a version that does not exist leaves etcd nobody to answer.
 func unreachable(o Observed) (Decision, bool) {
 	if o.Reachable {
 		return Decision{}, false
