@@ -609,7 +609,7 @@ func (obs observation) planInput(c *etcdv1beta1.EtcdCluster, now time.Time, heal
 	for ord, p := range obs.podByOrdinal {
 		node := obs.nodes[p.Spec.NodeName]
 		in.Pods[ord] = membership.Pod{Ready: podReady(p), UpToDate: !outdated[p.Name], Terminating: !p.DeletionTimestamp.IsZero(),
-			CannotStart: podCannotStart(p), Pending: podUnschedulable(p), StaleData: gateRefusal(p), Created: p.CreationTimestamp.Time, UID: string(p.UID),
+			CannotStart: podCannotStart(p), NeverRan: resources.EtcdNeverRan(p), Pending: podUnschedulable(p), StaleData: gateRefusal(p), Created: p.CreationTimestamp.Time, UID: string(p.UID),
 			GateHoldsForRecovery: gateHoldsForRecovery(&p.Spec), RestoreRecovery: restoreRecoveryOf(&p.Spec),
 			Node: p.Spec.NodeName, NodeDown: node.down, NodeDownSince: node.since}
 	}

@@ -167,6 +167,9 @@ type statusFacts struct {
 	unhealthy, unknown []string
 	// dataDeleting names the members etcd lists whose data claims are being deleted.
 	dataDeleting []string
+	// cannotStart says, for each container of a member pod that the kubelet cannot run, the pod, the
+	// container, its image and the kubelet's reason.
+	cannotStart []string
 	// space is the NOSPACE recovery's next step.
 	space maintenance.SpaceStep
 }
@@ -213,6 +216,15 @@ func newStatusFacts(c *etcdv1beta1.EtcdCluster, obs observation, d membership.De
 		if pvc := obs.pvcByOrdinal[ord]; ok && pvc != nil && !pvc.DeletionTimestamp.IsZero() &&
 			pvc.Annotations[AnnotationMemberID] == strconv.FormatUint(m.ID, 16) {
 			f.dataDeleting = append(f.dataDeleting, m.Name)
+		}
+	}
+	for i := range obs.pods {
+		p := &obs.pods[i]
+		if !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		for _, failure := range resources.ContainerStartFailures(p) {
+			f.cannotStart = append(f.cannotStart, "pod "+p.Name+": "+failure)
 		}
 	}
 	f.quorum = resources.Quorum(f.voters)
@@ -265,7 +277,8 @@ func progressingCondition(f statusFacts, currentVersion string) conditionState {
 		return conditionState{metav1.ConditionFalse, ReasonTLSRefused, f.refusal.msg}
 	case f.err != nil:
 		return conditionState{metav1.ConditionTrue, ReasonReconcileFailed, f.err.Error()}
-	case d.Phase == membership.PhaseStalled && c.Spec.Version != currentVersion:
+	// A cluster that never reported a version has none to upgrade from: its members cannot start at all.
+	case d.Phase == membership.PhaseStalled && currentVersion != "" && c.Spec.Version != currentVersion:
 		return conditionState{metav1.ConditionFalse, ReasonUpgradeStalled, d.Message}
 	case d.Phase == membership.PhaseStalled:
 		return conditionState{metav1.ConditionFalse, ReasonMemberCannotStart, d.Message}
@@ -316,7 +329,11 @@ func degradedCondition(f statusFacts) conditionState {
 	case f.err != nil:
 		return conditionState{metav1.ConditionTrue, ReasonReconcileFailed, f.err.Error()}
 	case f.d.Phase == membership.PhaseStalled:
-		return conditionState{metav1.ConditionTrue, ReasonMemberCannotStart, f.d.Message}
+		return conditionState{metav1.ConditionTrue, ReasonMemberCannotStart, withStartFailures(f.d.Message, f.cannotStart)}
+	// Without a quorum, or without an answer from etcd, no member's health says more than its pod: a new
+	// cluster whose members cannot start is not merely bootstrapping.
+	case len(f.cannotStart) > 0 && (!f.hadQuorum || !obs.reachable):
+		return conditionState{metav1.ConditionTrue, ReasonMemberCannotStart, "member pods cannot start: " + strings.Join(f.cannotStart, "; ")}
 	case obs.hasAlarm(etcd.AlarmCorrupt):
 		return conditionState{metav1.ConditionTrue, ReasonDataCorrupt, "etcd raised the CORRUPT alarm (" +
 			strings.Join(alarmStrings(obs), ", ") + "): a member's data differs from the others'. The operator does not " +
@@ -340,6 +357,14 @@ func degradedCondition(f statusFacts) conditionState {
 		return conditionState{metav1.ConditionTrue, ReasonUnknownMembers, "members not managed by the operator (left alone): " + strings.Join(f.unknown, ", ")}
 	}
 	return conditionState{metav1.ConditionFalse, ReasonAsExpected, "no problems observed"}
+}
+
+// withStartFailures appends to msg what the kubelet says of each container it cannot run.
+func withStartFailures(msg string, failures []string) string {
+	if len(failures) == 0 {
+		return msg
+	}
+	return msg + "; " + strings.Join(failures, "; ")
 }
 
 // phaseOf summarises the conditions in one word.

@@ -366,3 +366,69 @@ func TestStatusDuringAnElection(t *testing.T) {
 		}
 	}
 }
+
+// TestComputeStatusMemberPodsCannotStart: a new cluster whose member pods cannot start is degraded, not
+// merely bootstrapping, and status names the pod, the container, its image and the kubelet's reason.
+func TestComputeStatusMemberPodsCannotStart(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	const image = "gcr.io/etcd-development/etcd:v3.5.99"
+	pod := func(name, reason, msg string) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: image}}},
+			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "etcd",
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}}}}
+	}
+	pullFailure := `failed to pull image "` + image + `": not found`
+	for _, tc := range []struct {
+		name                                    string
+		before                                  string
+		obs                                     observation
+		decision                                membership.Decision
+		progressing                             metav1.ConditionStatus
+		progressingReason, degradedReason, want string
+	}{
+		{name: "bootstrap stalled on an image that does not exist",
+			obs:         observation{statefulSet: &appsv1.StatefulSet{}, pods: []corev1.Pod{pod("c-0", "ErrImagePull", pullFailure), pod("c-1", "ImagePullBackOff", "")}},
+			decision:    membership.Decision{Phase: membership.PhaseStalled, Message: "cannot start: member 0 (ErrImagePull: " + pullFailure + ")"},
+			progressing: metav1.ConditionFalse, progressingReason: ReasonMemberCannotStart, degradedReason: ReasonMemberCannotStart,
+			want: "cannot start: member 0 (ErrImagePull: " + pullFailure + "); pod c-0: container etcd (image " + image + "): ErrImagePull: " +
+				pullFailure + "; pod c-1: container etcd (image " + image + "): ImagePullBackOff"},
+		{name: "bootstrap with a container that cannot be created",
+			obs:         observation{statefulSet: &appsv1.StatefulSet{}, pods: []corev1.Pod{pod("c-2", "CreateContainerConfigError", `secret "s" not found`)}},
+			decision:    membership.Decision{Phase: membership.PhaseBootstrapping, Message: "bootstrapping 3 members"},
+			progressing: metav1.ConditionTrue, progressingReason: ReasonCreating, degradedReason: ReasonMemberCannotStart,
+			want: "member pods cannot start: pod c-2: container etcd (image " + image + `): CreateContainerConfigError: secret "s" not found`},
+		{name: "etcd unreachable after formation: the pods say why",
+			before:      ReasonQuorumHealthy,
+			obs:         observation{statefulSet: &appsv1.StatefulSet{}, pods: []corev1.Pod{pod("c-0", "ImagePullBackOff", "Back-off pulling image")}},
+			decision:    membership.Decision{Phase: membership.PhaseWaiting, Message: "etcd is unreachable; waiting"},
+			progressing: metav1.ConditionTrue, progressingReason: ReasonWaiting, degradedReason: ReasonMemberCannotStart,
+			want: "member pods cannot start: pod c-0: container etcd (image " + image + "): ImagePullBackOff: Back-off pulling image"},
+		{name: "bootstrap while the containers are being created",
+			obs:         observation{statefulSet: &appsv1.StatefulSet{}, pods: []corev1.Pod{pod("c-0", "ContainerCreating", "")}},
+			decision:    membership.Decision{Phase: membership.PhaseBootstrapping, Message: "bootstrapping 3 members"},
+			progressing: metav1.ConditionTrue, progressingReason: ReasonCreating, degradedReason: ReasonAsExpected, want: "no problems observed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 1}}
+			c.Spec.Replicas, c.Spec.Version = 3, "3.5.99"
+			if tc.before != "" {
+				c.Status.Conditions = []metav1.Condition{{Type: etcdv1beta1.ConditionAvailable, Reason: tc.before}}
+				c.Status.CurrentVersion = "3.5.17"
+			}
+			s := computeStatus(c, tc.obs, tc.decision, maintenance.SpaceStep{}, nil, nil, now)
+			prog := meta.FindStatusCondition(s.Conditions, etcdv1beta1.ConditionProgressing)
+			if prog.Status != tc.progressing || prog.Reason != tc.progressingReason {
+				t.Errorf("Progressing %s/%s (%s), want %s/%s", prog.Status, prog.Reason, prog.Message, tc.progressing, tc.progressingReason)
+			}
+			deg := meta.FindStatusCondition(s.Conditions, etcdv1beta1.ConditionDegraded)
+			wantDegraded := metav1.ConditionTrue
+			if tc.degradedReason == ReasonAsExpected {
+				wantDegraded = metav1.ConditionFalse
+			}
+			if deg.Status != wantDegraded || deg.Reason != tc.degradedReason || deg.Message != tc.want {
+				t.Errorf("Degraded %s/%s\n%s\nwant %s/%s\n%s", deg.Status, deg.Reason, deg.Message, wantDegraded, tc.degradedReason, tc.want)
+			}
+		})
+	}
+}

@@ -65,6 +65,10 @@ func observedFrom(data []byte) Observed {
 			p.CannotStart = "CrashLoopBackOff"
 		case 3:
 			p.StaleData = "stale-data: member 1 was removed"
+		case 4:
+			p.NeverRan, p.CannotStart = true, "ErrImagePull"
+		case 5:
+			p.NeverRan = true // waiting for its init containers
 		}
 		o.Pods[int(f%9)] = p
 	}
@@ -156,6 +160,9 @@ func checkRecoveryStep(t *testing.T, o Observed, d Decision) {
 		t.Fatalf("etcd unreachable, but the plan takes %+v", d.Action)
 	}
 	if !forced {
+		if d.Action.Type == ActionDeletePod && stuckPod(o, d.Action.Ordinal) && o.Pods[d.Action.Ordinal].NeverRan {
+			return // etcd never ran in it: it holds no vote, and its volume stays as it is
+		}
 		t.Fatalf("etcd unreachable, but the plan acts without forcing a new cluster: %+v (%q)", d.Action, d.Message)
 	}
 	voter := func(name string) (Voter, bool) {
@@ -261,7 +268,10 @@ func FuzzPlan(f *testing.F) {
 		if o.Formed && !o.Reachable && o.StatefulSetReplicas >= 0 {
 			return // the member list is unknown: checkRecoveryStep judged the step against what status last knew
 		}
-		if !o.Formed && !o.Reachable && (d.Action.Type != ActionNone || d.Config == nil || d.Config.State != StateNew) {
+		// The one step a cluster that never formed takes: a pod in which etcd never ran, on an outdated
+		// template, is restarted on the current one (it holds no vote).
+		restartsNeverRan := d.Action.Type == ActionDeletePod && stuckPod(o, d.Action.Ordinal) && o.Pods[d.Action.Ordinal].NeverRan
+		if !o.Formed && !o.Reachable && (d.Action.Type != ActionNone && !restartsNeverRan || d.Config == nil || d.Config.State != StateNew) {
 			t.Fatalf("a cluster that never formed changes membership or leaves its bootstrap: %+v, %+v", d.Action, d.Config)
 		}
 		if o.Formed && d.Config != nil && d.Config.State != StateExisting {
@@ -503,10 +513,10 @@ func reAddPending(o Observed) bool {
 	return false
 }
 
-// stuckPod: the pod of ordinal ord exists, runs an outdated template and cannot run etcd.
+// stuckPod: the pod of ordinal ord exists, runs an outdated template and cannot run etcd, or etcd never ran in it.
 func stuckPod(o Observed, ord int) bool {
 	p, ok := o.Pods[ord]
-	return ok && p.CannotStart != "" && !p.UpToDate && !p.Terminating
+	return ok && (p.CannotStart != "" || p.NeverRan && !p.Ready) && !p.UpToDate && !p.Terminating
 }
 
 // claimSaysDataLost: the claim of the action's ordinal records another member's data, or the member's

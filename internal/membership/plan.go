@@ -49,6 +49,9 @@ type Pod struct {
 	// CannotStart is the kubelet's reason why the etcd container cannot run (ImagePullBackOff,
 	// CrashLoopBackOff, ...), "" while it runs or is merely being created.
 	CannotStart string
+	// NeverRan: etcd has never run in this pod (the kubelet reports its container waiting, never started
+	// or restarted): the pod serves nothing and holds no vote, and replacing it leaves its volume as it is.
+	NeverRan bool
 	// Pending is the scheduler's reason why the pod is not placed on a node (Unschedulable: its message),
 	// "" once it is scheduled.
 	Pending string

@@ -879,3 +879,72 @@ func TestUnstartableLearner(t *testing.T) {
 			replicas: 4, phase: PhaseScaling, message: "starting learner", awaits: true},
 	})
 }
+
+// TestPlanReplacesPodsWhereEtcdNeverRan: a pod on an outdated template in which etcd never ran (a version
+// whose image does not exist, corrected since) is restarted on the current template at once, whatever the
+// cluster's health; a pod in which etcd has run is left to the rules that know its member.
+func TestPlanReplacesPodsWhereEtcdNeverRan(t *testing.T) {
+	const pullFailure = `ErrImagePull: failed to pull image "gcr.io/etcd-development/etcd:v3.5.99": not found`
+	stuck := Pod{NeverRan: true, CannotStart: pullFailure}
+	bootstrapping := func(ps ...Pod) Observed {
+		o := Observed{Desired: 3, StatefulSetReplicas: 3, Pods: map[int]Pod{}, Volumes: map[int]Volume{}, Now: now, TargetVersion: "3.5.17"}
+		for i, p := range ps {
+			o.Pods[i] = p
+		}
+		return o
+	}
+	upToDate := func(p Pod) Pod { p.UpToDate = true; return p }
+	cases := []planCase{
+		{name: "a new cluster whose pods never ran on the corrected version: the first is restarted",
+			in: bootstrapping(stuck, stuck, stuck), action: ActionDeletePod, ordinal: 0, replicas: 3, phase: PhaseBootstrapping,
+			message: "restarting member 0 onto the current template: etcd never ran in it (ErrImagePull"},
+		{name: "then the next, while the first starts on the new template",
+			in: bootstrapping(Pod{UpToDate: true}, stuck, stuck), action: ActionDeletePod, ordinal: 1, replicas: 3, phase: PhaseBootstrapping},
+		{name: "a pod waiting for its init containers counts as never ran",
+			in: bootstrapping(Pod{UpToDate: true}, Pod{UpToDate: true}, Pod{NeverRan: true}), action: ActionDeletePod, ordinal: 2, replicas: 3, phase: PhaseBootstrapping},
+		{name: "a pod already going is not deleted again",
+			in: bootstrapping(Pod{UpToDate: true}, Pod{UpToDate: true}, Pod{NeverRan: true, Terminating: true}), replicas: 3, phase: PhaseBootstrapping},
+		{name: "a new cluster whose image does not exist stalls and says how to go on",
+			in: bootstrapping(upToDate(stuck), upToDate(stuck), upToDate(stuck)), replicas: 3, phase: PhaseStalled,
+			message: "member 0 (" + pullFailure + "), member 1 ("},
+		{name: "the stall of a new cluster asks for a correction, not a revert",
+			in: bootstrapping(upToDate(stuck), Pod{UpToDate: true}, Pod{UpToDate: true}), replicas: 3, phase: PhaseStalled,
+			message: "correct spec.version"},
+		{name: "a new cluster's outdated pod in which etcd ran is never deleted",
+			in: bootstrapping(Pod{CannotStart: "CrashLoopBackOff"}, Pod{}, Pod{}), replicas: 3, phase: PhaseStalled, message: "member 0 (CrashLoopBackOff)"},
+		{name: "a new cluster's outdated pods that run etcd are left to start",
+			in: bootstrapping(Pod{}, Pod{}, Pod{}), replicas: 3, phase: PhaseBootstrapping, message: "bootstrapping 3 members"},
+		{name: "a member etcd cannot be asked about, whose pod never ran on a corrected version, is restarted",
+			in: func() Observed {
+				o := formed(1, 1, nil)
+				o.Reachable, o.Pods[0] = false, stuck
+				return o
+			}(),
+			action: ActionDeletePod, ordinal: 0, replicas: 1, phase: PhaseUpgrading, message: "restarting member 0"},
+		{name: "a member etcd cannot be asked about, whose outdated pod ran, is left alone",
+			in: func() Observed {
+				o := formed(1, 1, nil)
+				o.Reachable, o.Pods[0] = false, Pod{CannotStart: "CrashLoopBackOff"}
+				return o
+			}(),
+			replicas: 1, phase: PhaseWaiting, message: "unreachable"},
+		{name: "an unhealthy member whose outdated pod waits in its init containers is restarted",
+			in: func() Observed {
+				o := formed(3, 3, voters(3))
+				o.Members[2].Healthy, o.Members[2].UnhealthySince = false, now.Add(-time.Minute)
+				o.Pods[2] = Pod{NeverRan: true}
+				return o
+			}(),
+			action: ActionDeletePod, ordinal: 2, replicas: 3, phase: PhaseUpgrading, message: "etcd never ran in it"},
+		{name: "a rolling upgrade of running members goes on one at a time, followers first",
+			in: func() Observed {
+				o := formed(3, 3, voters(3))
+				for i := range 3 {
+					o.Pods[i] = Pod{Ready: true}
+				}
+				return o
+			}(),
+			action: ActionDeletePod, ordinal: 1, replicas: 3, phase: PhaseUpgrading, message: "upgrading c-1"},
+	}
+	runPlanCases(t, cases)
+}

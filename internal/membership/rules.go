@@ -18,7 +18,8 @@ type rule struct {
 // come first, in Plan):
 //  0. end a quorum-loss recovery: once every member restored from the backup and is healthy, or the
 //     forced member answers, the recovery's record leaves the configuration;
-//  1. restart a pod that cannot run etcd on an outdated template (a reverted version), onto the current one;
+//  1. restart a pod that cannot run etcd on an outdated template (a reverted version), or one in which etcd
+//     never ran (restartNeverRan), onto the current one;
 //  2. finish a replacement in progress (remove the member, then its data: a pod on a lost node is deleted
 //     without waiting for its kubelet), or call it off if it recovered;
 //  3. wipe a volume the member gate refused (it holds a removed member's data);
@@ -56,7 +57,8 @@ var rules = []rule{
 // bootstrap: a cluster that never formed starts every member together from a static list (fast); members
 // of it that start after it formed keep that list (lateBootstrap). A formed cluster never bootstraps
 // again, even when its StatefulSet is gone (deleted with orphaned pods, or replaced to grow volumes): a new
-// initial cluster would split it in two.
+// initial cluster would split it in two. Its one step is restartNeverRan (a corrected version reaches pods
+// that never started); a member pod whose image cannot be had stalls it, as it stalls an upgrade.
 func bootstrap(o Observed) (Decision, bool) {
 	if o.Formed || o.Reachable {
 		return Decision{}, false
@@ -69,12 +71,44 @@ func bootstrap(o Observed) (Decision, bool) {
 	for _, ord := range seq(n) {
 		cfg.Members = append(cfg.Members, ConfigMember{Ordinal: ord})
 	}
-	return Decision{Replicas: n, Config: cfg, Phase: PhaseBootstrapping,
-		Message: fmt.Sprintf("bootstrapping %d members", n)}, true
+	d := Decision{Replicas: n, Config: cfg, Phase: PhaseBootstrapping, Message: fmt.Sprintf("bootstrapping %d members", n)}
+	if a, msg, ok := restartNeverRan(o, nil); ok {
+		d.Action, d.Message = a, msg
+		return d, true
+	}
+	if stuck := stuckPods(o, nil); len(stuck) > 0 {
+		d.Phase, d.Message = PhaseStalled, stalledMessage(o, stuck)
+	}
+	return d, true
+}
+
+// restartNeverRan deletes, lowest ordinal first, a pod on an outdated template in which etcd never ran
+// (its image did not pull, say, and the spec was corrected since), so the StatefulSet, which updates pods
+// only when they are deleted (OnDelete), recreates it on the current template at once. It needs no
+// member's health: such a pod serves nothing, holds no vote, and its volume stays as it is. This is how a
+// cluster that never formed, or that etcd cannot be asked about, takes a corrected version; a pod in which
+// etcd has run is left to the rules that know its member (restartStuckPod, roll). healthy, when etcd
+// answered, says which ordinals' members are healthy: their pods are never touched.
+func restartNeverRan(o Observed, healthy func(ord int) bool) (Action, string, bool) {
+	for _, ord := range sortedOrdinals(o.Pods) {
+		p := o.Pods[ord]
+		if !p.NeverRan || p.UpToDate || p.Terminating || p.Ready || healthy != nil && healthy(ord) {
+			continue
+		}
+		why := "etcd never ran in it"
+		if p.CannotStart != "" {
+			why += " (" + p.CannotStart + ")"
+		}
+		return Action{Type: ActionDeletePod, Ordinal: ord},
+			fmt.Sprintf("restarting member %d onto the current template: %s", ord, why), true
+	}
+	return Action{}, "", false
 }
 
 // unreachable: after formation, nothing about membership is safe to change without etcd's member list. A
 // missing StatefulSet is recreated to cover the members last seen, so their pods come back on their data.
+// Only a pod in which etcd never ran is restarted onto a corrected template (restartNeverRan): a single
+// member restarted onto a version that does not exist leaves etcd nobody to answer.
 func unreachable(o Observed) (Decision, bool) {
 	if o.Reachable {
 		return Decision{}, false
@@ -93,6 +127,9 @@ func unreachable(o Observed) (Decision, bool) {
 	if down := nodesDown(o); down != "" {
 		msg += " (" + down + ")"
 	}
+	if a, why, ok := restartNeverRan(o, nil); ok {
+		return Decision{Replicas: n, Action: a, Phase: PhaseUpgrading, Message: why}, true
+	}
 	return Decision{Replicas: n, Phase: PhaseWaiting, Message: msg}, true
 }
 
@@ -100,16 +137,17 @@ func unreachable(o Observed) (Decision, bool) {
 // reverted): with OnDelete the StatefulSet never replaces it by itself, and a pod that runs nothing serves
 // nothing, so restarting it costs no availability.
 func restartStuckPod(o Observed, v view) (Decision, bool) {
+	healthy := func(ord int) bool { m, ok := byOrdinal(v.ours, ord); return ok && m.Healthy }
 	for _, ord := range sortedOrdinals(o.Pods) {
 		p := o.Pods[ord]
-		if p.CannotStart == "" || p.UpToDate || p.Terminating {
-			continue
-		}
-		if m, ok := byOrdinal(v.ours, ord); ok && m.Healthy {
+		if p.CannotStart == "" || p.UpToDate || p.Terminating || healthy(ord) {
 			continue
 		}
 		return Decision{Replicas: v.replicas, Action: Action{Type: ActionDeletePod, Ordinal: ord}, Phase: PhaseUpgrading,
 			Message: fmt.Sprintf("restarting member %d onto the current template: its pod cannot run etcd (%s)", ord, p.CannotStart)}, true
+	}
+	if a, msg, ok := restartNeverRan(o, healthy); ok {
+		return Decision{Replicas: v.replicas, Action: a, Phase: PhaseUpgrading, Message: msg}, true
 	}
 	return Decision{}, false
 }
@@ -164,6 +202,16 @@ func wipeRefusedData(o Observed, v view) (Decision, bool) {
 // fixed, and nothing else is touched meanwhile. A crash loop with no version change in flight is left to
 // heal: the member failed to rejoin on a template that runs everywhere else.
 func stalled(o Observed, v view) (Decision, bool) {
+	stuck := stuckPods(o, func(ord int) bool { m, ok := byOrdinal(v.ours, ord); return ok && m.Healthy })
+	if len(stuck) == 0 {
+		return Decision{}, false
+	}
+	return Decision{Replicas: v.replicas, Phase: PhaseStalled, Message: stalledMessage(o, stuck)}, true
+}
+
+// stuckPods lists the member pods that cannot run etcd because of their image, or that crash-loop while a
+// version change rolls (stalled), skipping the ordinals whose members are healthy (nil: none is known).
+func stuckPods(o Observed, healthy func(ord int) bool) []string {
 	rolling := versionRolling(o)
 	var stuck []string
 	for _, ord := range sortedOrdinals(o.Pods) {
@@ -171,19 +219,24 @@ func stalled(o Observed, v view) (Decision, bool) {
 		if p.CannotStart == "" || p.Terminating || !imageFailure(p.CannotStart) && !rolling {
 			continue
 		}
-		if m, ok := byOrdinal(v.ours, ord); ok && m.Healthy {
+		if healthy != nil && healthy(ord) {
 			continue
 		}
 		stuck = append(stuck, fmt.Sprintf("member %d (%s)", ord, p.CannotStart))
 	}
-	if len(stuck) == 0 {
-		return Decision{}, false
-	}
+	return stuck
+}
+
+func stalledMessage(o Observed, stuck []string) string {
 	msg := "cannot start: " + strings.Join(stuck, ", ") + "; no member is changed until it runs"
-	if o.TargetVersion != "" {
+	switch {
+	case !o.Formed && !o.Reachable:
+		// No member has run: nothing to go back to.
+		msg += " (correct spec.version, or make its image available, to start it)"
+	case o.TargetVersion != "":
 		msg += " (revert spec.version to restart it on the previous image)"
 	}
-	return Decision{Replicas: v.replicas, Phase: PhaseStalled, Message: msg}, true
+	return msg
 }
 
 // versionRolling: some member pod still runs an outdated template.

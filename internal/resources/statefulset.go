@@ -123,7 +123,7 @@ func etcdContainer(c *etcdv1beta1.EtcdCluster, o Options, learnerAwareReadiness 
 	}
 	host := "$(POD_NAME)." + PeerServiceName(c) + ".$(POD_NAMESPACE).svc." + o.ClusterDomain
 	ctr := corev1ac.Container().
-		WithName("etcd").
+		WithName(EtcdContainerName).
 		WithImage(Image(c, o)).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
 		// The official image has no shell: etcd is configured entirely through ETCD_* variables.

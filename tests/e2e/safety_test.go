@@ -119,6 +119,46 @@ var _ = Describe("Safety under ordinary events", Label("safety"), func() {
 		s.verify()
 	})
 
+	It("reports a new cluster whose image does not exist, and starts it within 3 minutes once the version is corrected", func() {
+		const missing = "3.5.99"
+		ns := fw.NewNamespace("badbootstrap")
+		c := fw.NewCluster(ns, "badbootstrap", missing, 3)
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+
+		By("waiting for the status to say why no member starts")
+		start := time.Now()
+		Eventually(func(g Gomega) {
+			cur := fw.GetCluster(c)
+			deg := meta.FindStatusCondition(cur.Status.Conditions, etcdv1beta1.ConditionDegraded)
+			g.Expect(deg).NotTo(BeNil())
+			g.Expect(deg.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(deg.Reason).To(Equal("MemberCannotStart"))
+			g.Expect(deg.Message).To(ContainSubstring("container etcd (image "+etcdRepository+":v"+missing+")"), "names the image")
+			g.Expect(deg.Message).To(Or(ContainSubstring("ErrImagePull"), ContainSubstring("ImagePullBackOff")), "names the kubelet's reason")
+			g.Expect(meta.FindStatusCondition(cur.Status.Conditions, etcdv1beta1.ConditionAvailable).Reason).To(Equal("Bootstrapping"))
+		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		framework.ReportDuration("bootstrap on a missing image reported", time.Since(start))
+
+		By("correcting spec.version")
+		start = time.Now()
+		fw.UpdateCluster(c, func(c *etcdv1beta1.EtcdCluster) { c.Spec.Version = etcdVersion })
+		Eventually(func(g Gomega) {
+			pods := fw.MemberPods(c)
+			g.Expect(pods).To(HaveLen(3))
+			for _, p := range pods {
+				g.Expect(p.Spec.Containers[0].Image).To(Equal(etcdRepository+":v"+etcdVersion), "pod %s", p.Name)
+			}
+		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		framework.ReportDuration("pods replaced on the corrected version", time.Since(start))
+		fw.WaitAvailable(c, 5*time.Minute)
+		expectVotingMembers(c, memberNames(c, 3), 2*time.Minute)
+		Eventually(func(g Gomega) {
+			cur := fw.GetCluster(c)
+			g.Expect(meta.IsStatusConditionFalse(cur.Status.Conditions, etcdv1beta1.ConditionDegraded)).To(BeTrue(),
+				"conditions: %+v", cur.Status.Conditions)
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+	})
+
 	It("stalls on an etcd flag with a typo, changes nothing more, and rolls the corrected settings to every member", func() {
 		const typo, flag = "experimental-compaction-batch-limt", "experimental-compaction-batch-limit"
 		_, c, w, s, before := startSafetyScenario("badflag")
