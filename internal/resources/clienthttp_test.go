@@ -1,6 +1,7 @@
 package resources_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -31,6 +32,7 @@ import (
 // localCertificates issues c's certificates as the operator issues them (resources.LeafCertificates), each
 // also naming 127.0.0.1 (local members dial each other and are dialled by address), and writes them to dir.
 type localCertificates struct {
+	ca    *pki.CA
 	files *etcdtest.TLSFiles
 	caPEM []byte
 	pem   map[string][2][]byte       // certificate name -> certificate, key
@@ -51,7 +53,7 @@ func issueLocal(t *testing.T, c *etcdv1beta1.EtcdCluster, dir string) *localCert
 		}
 		return p
 	}
-	l := &localCertificates{files: &etcdtest.TLSFiles{CA: write("ca.crt", ca.CertPEM)}, caPEM: ca.CertPEM,
+	l := &localCertificates{ca: ca, files: &etcdtest.TLSFiles{CA: write("ca.crt", ca.CertPEM)}, caPEM: ca.CertPEM,
 		pem: map[string][2][]byte{}, pairs: map[string]tls.Certificate{}}
 	for _, leaf := range resources.LeafCertificates(c, resources.DefaultOptions()) {
 		req := leaf.Request
@@ -80,8 +82,8 @@ func issueLocal(t *testing.T, c *etcdv1beta1.EtcdCluster, dir string) *localCert
 // operator, its backups and `kubectl etcd` use, works on the client port with the operator's client
 // configuration and with etcdctl as the plugin runs it; etcd's HTTP endpoints (/health, /version, the JSON
 // gateway) answer on the HTTP port, still requiring a client certificate, and no longer on the client port;
-// the kubelet's probes still pass on the plain metrics listener. For the etcd the project ships and the
-// newer one it runs.
+// the kubelet's probes still pass on the plain metrics listener; a renewed server certificate reaches both
+// ports without a restart. For the etcd the project ships and the newer one it runs.
 func TestClientHTTPSplitOnRealEtcd(t *testing.T) {
 	for _, tc := range []struct {
 		variable, version string
@@ -163,7 +165,7 @@ func testClientHTTPSplit(t *testing.T, bin, version string) {
 		t.Fatal(err)
 	}
 	cli := m.Client(t, tlsConfig, etcdtest.Ordinals(n)...)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if _, err := cli.Put(ctx, "k", "v"); err != nil {
 		t.Fatalf("put over gRPC on the client port: %v", err)
@@ -246,5 +248,53 @@ func testClientHTTPSplit(t *testing.T, bin, version string) {
 		if log := m.FullLog(i); !strings.Contains(log, `"recognized and used environment variable","variable-name":"`+resources.ClientHTTPURLsEnv+`"`) {
 			t.Errorf("member %d did not use %s:\n%s", i, resources.ClientHTTPURLsEnv, log)
 		}
+	}
+
+	// Renewal: the operator rewrites the server certificate's Secret and members read the files on every
+	// new connection, on the HTTP port as on the client port (docs/tls.md).
+	var req pki.Request
+	for _, leaf := range resources.LeafCertificates(c, resources.DefaultOptions()) {
+		if leaf.Name == resources.CertServer {
+			req = leaf.Request
+		}
+	}
+	req.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
+	certPEM, keyPEM, err := certs.ca.Issue(req, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewed, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The key first: a handshake between the two writes fails, and the next one reads both anew.
+	if err := os.WriteFile(certs.files.ServerKey, keyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certs.files.ServerCert, certPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	served := func(u string) ([]byte, error) {
+		host := strings.TrimPrefix(strings.TrimPrefix(u, "https://"), "http://")
+		conn, err := tls.Dial("tcp", host, &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12,
+			Certificates: []tls.Certificate{certs.pairs[resources.CertClient]}})
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = conn.Close() }()
+		return conn.ConnectionState().PeerCertificates[0].Raw, nil
+	}
+	for i := range n {
+		for name, u := range map[string]string{"client": m.ClientURL(i), "HTTP": httpURLs[i]} {
+			if raw, err := served(u); err != nil || !bytes.Equal(raw, renewed.Certificate[0]) {
+				t.Errorf("member %d: the %s port does not serve the renewed certificate (%v)", i, name, err)
+			}
+		}
+	}
+	if code, _, err := do(httpClient(true), http.MethodGet, httpURLs[0]+"/health", ""); err != nil || code != http.StatusOK {
+		t.Errorf("/health on the HTTP port after the renewal: %d %v", code, err)
+	}
+	if _, err := cli.Get(ctx, "k"); err != nil {
+		t.Errorf("gRPC after the renewal: %v", err)
 	}
 }
