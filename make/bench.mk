@@ -1,5 +1,6 @@
-# Benchmarks beyond the Go benchmarks of `make bench`: the operator at scale on envtest (no node), the
-# operator against a bare StatefulSet on the local node, and the report (docs/benchmarks.md + PNG chart).
+# Benchmarks beyond the Go benchmarks of `make bench`: the operator at scale on envtest (no node), etcd
+# members served as the operator configures them (no node), the operator against a bare StatefulSet on the
+# local node, and the report (docs/benchmarks.md + PNG chart).
 # Benchmarks, not tests: nothing here fails on a figure. Results land in bin/bench/<part>/results.json.
 
 BENCH_DIR ?= $(LOCALBIN)/bench
@@ -20,6 +21,13 @@ BENCH_NODE_RUNS ?= 3
 BENCH_NODE_RUN ?= .
 BENCH_NODE_TIMEOUT ?= 90m
 NODE_LOCK ?= /tmp/etcd-operator-node.lock
+# served part (three etcd members on localhost, no node): rounds, measured phases, variants (`-list` names
+# them), and the most CPU other processes may take during a run before it is repeated (0: keep every run).
+BENCH_SERVED_ROUNDS ?= 3
+BENCH_SERVED_DURATION ?= 10s
+BENCH_SERVED_GET_DURATION ?= 4s
+BENCH_SERVED_VARIANTS ?= plain,tls,tls-shared
+BENCH_SERVED_MAX_OTHERS ?= 0
 
 ##@ Benchmarks
 
@@ -41,6 +49,14 @@ bench-envtest-limit: envtest ## The envtest scale run with the operator's contai
 	go build -o $(BENCH_DIR)/envtest-bench ./tests/bench/envtest
 	BENCH_OPERATOR_MEMORY_LIMIT=$(BENCH_ALT_MEMORY_LIMIT) KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(BENCH_DIR)/envtest-bench -clusters $(BENCH_CLUSTERS) \
 		-unrelated $(BENCH_UNRELATED) -runs 2 -crds $(BENCH_CRDS) -out $(BENCH_DIR)/envtest-limit
+
+.PHONY: bench-served
+bench-served: etcd ## Three etcd members on localhost with the operator's configuration, plain, TLS and TLS before the HTTP split: writes/s, reads/s, latency, CPU per request, beside the previous report's ratios.
+	go build -o $(BENCH_DIR)/served-bench ./tests/bench/served
+	$(BENCH_DIR)/served-bench -etcd $(ETCD_BIN)/etcd -rounds $(BENCH_SERVED_ROUNDS) -duration $(BENCH_SERVED_DURATION) \
+		-get-duration $(BENCH_SERVED_GET_DURATION) -variants $(BENCH_SERVED_VARIANTS) -max-others $(BENCH_SERVED_MAX_OTHERS) \
+		-before tests/bench/served/before.json -out $(BENCH_DIR)/served
+	@echo "table: $(BENCH_DIR)/served/table.md; with the profiles' breakdown: $(BENCH_DIR)/served/report.md"
 
 .PHONY: bench-node
 bench-node: kubectl ## Operator vs a bare etcd StatefulSet on the local node (holds the node lock; deploys the operator).

@@ -112,7 +112,27 @@ func configData(c *etcdv1beta1.EtcdCluster, mc MemberConfig) map[string]string {
 			data[peerSkipSANEnv(c.Spec.Version)] = "true"
 		}
 	}
+	if SplitsClientHTTP(c) {
+		data[ClientHTTPURLsEnv] = fmt.Sprintf("https://0.0.0.0:%d", ClientHTTPPort)
+	}
 	return data
+}
+
+// ClientHTTPURLsEnv is etcd's --listen-client-http-urls (etcd 3.5.8 and later).
+const ClientHTTPURLsEnv = "ETCD_LISTEN_CLIENT_HTTP_URLS"
+
+// SplitsClientHTTP reports whether c's members serve etcd's HTTP endpoints of the client side on
+// ClientHTTPPort instead of ClientPort. With TLS on the client port and no HTTP listener of its own, etcd
+// serves gRPC through net/http's HTTP/2 server (grpc.Server.ServeHTTP), which on etcd 3.5 costs 20-40 %
+// of the write throughput (tests/bench/notes.md); with the split, ClientPort is gRPC's own server. Without
+// TLS, etcd already hands gRPC to its own server. etcd before 3.5.8 does not know the setting (it would
+// only warn and keep everything on ClientPort).
+//
+// The setting lives in the ConfigMap, not the pod template, so an operator upgrade restarts no member:
+// a member takes it up at its next start (a new member, a version upgrade, a spec.etcd change, a pod
+// deleted or evicted). Certificate renewal restarts nobody, so it does not bring the split either.
+func SplitsClientHTTP(c *etcdv1beta1.EtcdCluster) bool {
+	return TLSEnabled(c) && versionAtLeast(c.Spec.Version, 3, 5, 8)
 }
 
 // initialClusterToken names the cluster object (its UID: a cluster deleted and created again under the same

@@ -20,6 +20,10 @@ const (
 	ClientPort  = 2379
 	PeerPort    = 2380
 	MetricsPort = 2381
+	// ClientHTTPPort serves etcd's HTTP endpoints of the client side (the JSON gateway /v3/*, /health,
+	// /version) over TLS when they are split off the client port (SplitsClientHTTP); ClientPort then
+	// serves gRPC alone.
+	ClientHTTPPort = 2382
 )
 
 // Label keys and values shared by every managed object.

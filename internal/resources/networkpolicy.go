@@ -21,8 +21,9 @@ var operatorPodLabels = map[string]string{"app.kubernetes.io/name": "etcd-operat
 func NetworkPolicyName(c *etcdv1beta1.EtcdCluster) string { return c.Name }
 
 // NetworkPolicy admits to the members only: peers (peer and client ports), the operator, the cluster's
-// backup pods and pods labelled etcd.seedops.io/client=<cluster> in the namespace (client port), and anyone
-// on the metrics port (health and metrics only; the kubelet's probes use it).
+// backup pods and pods labelled etcd.seedops.io/client=<cluster> in the namespace (client port, and the
+// port of the HTTP endpoints when they are split off it), and anyone on the metrics port (health and
+// metrics only; the kubelet's probes use it).
 func NetworkPolicy(c *etcdv1beta1.EtcdCluster, o Options) *networkingv1ac.NetworkPolicyApplyConfiguration {
 	port := func(p int32) *networkingv1ac.NetworkPolicyPortApplyConfiguration {
 		return networkingv1ac.NetworkPolicyPort().WithProtocol(corev1.ProtocolTCP).WithPort(intstr.FromInt32(p))
@@ -36,6 +37,11 @@ func NetworkPolicy(c *etcdv1beta1.EtcdCluster, o Options) *networkingv1ac.Networ
 	} else {
 		operator.WithNamespaceSelector(metav1ac.LabelSelector()) // any namespace: where the operator runs is unknown
 	}
+	// Whoever may reach the client port may reach etcd's HTTP endpoints of the client side where they are.
+	clientPorts := []*networkingv1ac.NetworkPolicyPortApplyConfiguration{port(ClientPort)}
+	if SplitsClientHTTP(c) {
+		clientPorts = append(clientPorts, port(ClientHTTPPort))
+	}
 	backup := map[string]string{LabelName: AppName, LabelInstance: c.Name, LabelComponent: ComponentBackup}
 	agent := map[string]string{LabelName: AppName, LabelInstance: c.Name, LabelComponent: ComponentContinuousBackup}
 	return networkingv1ac.NetworkPolicy(NetworkPolicyName(c), c.Namespace).
@@ -45,10 +51,10 @@ func NetworkPolicy(c *etcdv1beta1.EtcdCluster, o Options) *networkingv1ac.Networ
 			WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(c))).
 			WithPolicyTypes(networkingv1.PolicyTypeIngress).
 			WithIngress(
-				networkingv1ac.NetworkPolicyIngressRule().WithFrom(pods(SelectorLabels(c))).WithPorts(port(PeerPort), port(ClientPort)),
+				networkingv1ac.NetworkPolicyIngressRule().WithFrom(pods(SelectorLabels(c))).WithPorts(port(PeerPort)).WithPorts(clientPorts...),
 				networkingv1ac.NetworkPolicyIngressRule().
 					WithFrom(operator, pods(backup), pods(agent), pods(map[string]string{LabelClient: c.Name})).
-					WithPorts(port(ClientPort)),
+					WithPorts(clientPorts...),
 				networkingv1ac.NetworkPolicyIngressRule().WithPorts(port(MetricsPort)),
 			))
 }

@@ -4,9 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,7 +15,6 @@ import (
 
 	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/etcdtest"
-	"github.com/seedops/etcd-operator/internal/pki"
 	"github.com/seedops/etcd-operator/internal/resources"
 )
 
@@ -31,40 +28,9 @@ func TestPeerPortRefusesClientCertificates(t *testing.T) {
 	}
 	c := &etcdv1beta1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "peerauth", Namespace: "ns", UID: "u"},
 		Spec: etcdv1beta1.EtcdClusterSpec{Version: "3.5.35", TLS: etcdv1beta1.TLSSpec{Enabled: ptr.To(true)}}}
-	now := time.Now()
-	ca, _, err := pki.NewCA("peerauth-ca", time.Hour, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caPEM := ca.CertPEM
 	dir := t.TempDir()
-	write := func(name string, data []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	pairs := map[string]tls.Certificate{}
-	files := &etcdtest.TLSFiles{CA: write("ca.crt", caPEM)}
-	for _, leaf := range resources.LeafCertificates(c, resources.DefaultOptions()) {
-		req := leaf.Request
-		req.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)} // the local member's address
-		certPEM, keyPEM, err := ca.Issue(req, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pairs[leaf.Name], err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
-			t.Fatal(err)
-		}
-		crt, key := write(leaf.Name+".crt", certPEM), write(leaf.Name+".key", keyPEM)
-		switch leaf.Name {
-		case resources.CertServer:
-			files.ServerCert, files.ServerKey = crt, key
-		case resources.CertPeer:
-			files.PeerCert, files.PeerKey = crt, key
-		}
-	}
+	certs := issueLocal(t, c, dir)
+	caPEM, pairs, files := certs.caPEM, certs.pairs, certs.files
 
 	m := etcdtest.New(c.Name, filepath.Join(dir, "data"), bin)
 	m.TLS = files

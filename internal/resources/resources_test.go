@@ -539,3 +539,65 @@ func TestMaxLearnersOnlyOnEtcd36(t *testing.T) {
 		}
 	}
 }
+
+// TestClientHTTPSplitByVersionAndTLS: etcd's HTTP endpoints leave the client port only where TLS is on (without
+// it etcd already serves gRPC with its own server) and etcd knows --listen-client-http-urls (3.5.8 and later);
+// the client Service and the NetworkPolicy carry the new port exactly then, and the pod template never
+// changes with it (an operator upgrade must restart no member).
+func TestClientHTTPSplitByVersionAndTLS(t *testing.T) {
+	o := Options{ClusterDomain: "cluster.local"}
+	for name, tc := range map[string]struct {
+		version string
+		tls     bool
+		split   bool
+	}{
+		"3.5.3 TLS":             {"3.5.3", true, false},
+		"3.5.7 TLS":             {"3.5.7", true, false},
+		"3.5.8 TLS":             {"3.5.8", true, true},
+		"3.5.35 TLS":            {"3.5.35", true, true},
+		"3.6.0 TLS":             {"3.6.0", true, true},
+		"3.6.16 TLS":            {"3.6.16", true, true},
+		"3.7.0 TLS":             {"3.7.0", true, true},
+		"3.5.35 plaintext":      {"3.5.35", false, false},
+		"3.6.16 plaintext":      {"3.6.16", false, false},
+		"unparsable TLS":        {"3.5", true, false},
+		"pre-release 3.5.8 TLS": {"3.5.8-rc.0", true, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := designCluster()
+			c.Spec.Version = tc.version
+			c.Spec.TLS.Enabled = ptr.To(tc.tls)
+			if got := SplitsClientHTTP(c); got != tc.split {
+				t.Fatalf("SplitsClientHTTP = %v, want %v", got, tc.split)
+			}
+			v, set := configData(c, BootstrapConfig(c, 3, o))[ClientHTTPURLsEnv]
+			if set != tc.split || set && v != "https://0.0.0.0:2382" {
+				t.Errorf("%s = %q (set %v), want set %v", ClientHTTPURLsEnv, v, set, tc.split)
+			}
+			servicePorts := ClientService(c).Spec.Ports
+			if got := len(servicePorts) == 2 && *servicePorts[1].Port == ClientHTTPPort && servicePorts[1].TargetPort.IntValue() == ClientHTTPPort; got != tc.split {
+				t.Errorf("client Service has port %d: %v, want %v (ports %d)", ClientHTTPPort, got, tc.split, len(servicePorts))
+			}
+			for _, rule := range NetworkPolicy(c, o).Spec.Ingress[:2] {
+				has := false
+				for _, p := range rule.Ports {
+					has = has || p.Port.IntValue() == ClientHTTPPort
+				}
+				if has != tc.split {
+					t.Errorf("NetworkPolicy admits port %d in a client rule: %v, want %v", ClientHTTPPort, has, tc.split)
+				}
+			}
+			split, kept := StatefulSet(c, 3, o, nil, CurrentMemberGate(o)), c.DeepCopy()
+			kept.Spec.Version = "3.5.7"
+			if diff := cmp.Diff(StatefulSet(kept, 3, o, nil, CurrentMemberGate(o)).Spec.Template.Spec.Containers[0].Ports,
+				split.Spec.Template.Spec.Containers[0].Ports); diff != "" {
+				t.Errorf("the split changes the container's ports:\n%s", diff)
+			}
+			for _, e := range split.Spec.Template.Spec.Containers[0].Env {
+				if *e.Name == ClientHTTPURLsEnv {
+					t.Errorf("%s is in the pod template", ClientHTTPURLsEnv)
+				}
+			}
+		})
+	}
+}

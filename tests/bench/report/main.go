@@ -334,6 +334,17 @@ func main() {
 		w("| %s | %s | %s | %s | %s |\n\n", col(upgrade, "total", nil), col(upgrade, "perMember", nil), col(upgrade, "barePodRestart", nil), r.ratio(), loads(upgrade))
 	}
 
+	// Served load of `make bench-served`: the tool writes its table, with the previous report's ratios, itself.
+	if table, err := os.ReadFile(filepath.Join(*in, "served", "table.md")); err == nil {
+		w("## Served load: three etcd members as the operator configures them (`make bench-served`, no node)\n\n")
+		w("Members on 127.0.0.1 with the operator's environment and certificates, 16 clients over 4 clientv3 clients,\n")
+		w("256-byte puts as fast as they go, then linearizable gets; ratios to plain are taken within each round.\n")
+		w("tls is the operator's configuration, tls-shared the same with etcd's HTTP endpoints on the client port\n")
+		w("(the operator before the split, and on etcd before 3.5.8; docs/tls.md).\n")
+		md.Write(table)
+		w("\n")
+	}
+
 	// Go benchmarks of `make bench` (membership changes and 1 GiB backup/restore against real etcd).
 	if lines := goBench(filepath.Join(*in, "go-bench.txt")); len(lines) > 0 {
 		w("## Go benchmarks against real etcd (`make bench`)\n\n```\n%s\n```\n\n", strings.Join(lines, "\n"))
