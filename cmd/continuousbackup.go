@@ -158,30 +158,6 @@ type continuousBackupConfig struct {
 	Logger            *zap.Logger
 }
 
-// continuousBackupStatus is the agent's GET /status, which the operator decodes.
-type continuousBackupStatus struct {
-	ClusterUID string `json:"clusterUID"`
-	Location   string `json:"location"`
-	// Capturing: a chain exists and the capture's last step succeeded.
-	Capturing bool `json:"capturing"`
-	// The restorable range across the retained chains; NewestTime is the recovery point.
-	OldestRevision int64     `json:"oldestRevision"`
-	OldestTime     time.Time `json:"oldestTime,omitzero"`
-	NewestRevision int64     `json:"newestRevision"`
-	NewestTime     time.Time `json:"newestTime,omitzero"`
-	// Gaps are the revisions inside the retained range that no chain restores.
-	Gaps      []continuousBackupGap `json:"gaps"`
-	Chains    int                   `json:"chains"`
-	LastError string                `json:"lastError"`
-}
-
-type continuousBackupGap struct {
-	FromRevision int64     `json:"fromRevision"`
-	ToRevision   int64     `json:"toRevision"`
-	Reason       string    `json:"reason"`
-	Time         time.Time `json:"time,omitzero"`
-}
-
 // agent is the state the capture's events and the retention runs leave, for /status and /metrics.
 type agent struct {
 	cfg      continuousBackupConfig
@@ -374,20 +350,20 @@ func (a *agent) retentionFailed(ctx context.Context, err error) {
 	a.mu.Unlock()
 }
 
-func (a *agent) status() continuousBackupStatus {
+func (a *agent) status() continuous.Report {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := continuousBackupStatus{
+	s := continuous.Report{
 		ClusterUID: a.cfg.ClusterUID, Location: a.location, Capturing: a.hasChain && a.captureErr == "",
 		OldestRevision: a.oldestRevision, OldestTime: utc(a.oldestTime),
 		NewestRevision: a.newestRevision, NewestTime: utc(a.newestTime),
-		Gaps: []continuousBackupGap{}, Chains: a.chains, LastError: a.captureErr,
+		Gaps: []continuous.ReportGap{}, Chains: a.chains, LastError: a.captureErr,
 	}
 	if s.LastError == "" {
 		s.LastError = a.retentionErr
 	}
 	for _, g := range a.gaps {
-		s.Gaps = append(s.Gaps, continuousBackupGap{FromRevision: g.From, ToRevision: g.To, Reason: g.Reason, Time: utc(g.DetectedAt)})
+		s.Gaps = append(s.Gaps, continuous.ReportGap{FromRevision: g.From, ToRevision: g.To, Reason: g.Reason, Time: utc(g.DetectedAt)})
 	}
 	return s
 }
@@ -421,8 +397,6 @@ func (a *agent) handler() http.Handler {
 	return mux
 }
 
-const continuousMetricsPrefix = "etcd_operator_continuous_backup_"
-
 // agentCollector renders the agent's state at each scrape. Gauges of a value not known yet (no chain, no
 // catalog read) have no series rather than a misleading zero.
 type agentCollector struct {
@@ -435,7 +409,7 @@ type agentCollector struct {
 func newAgentCollector(a *agent) *agentCollector {
 	labels := prometheus.Labels{"cluster": a.cfg.Cluster, "namespace": a.cfg.Namespace}
 	d := func(name, help string) *prometheus.Desc {
-		return prometheus.NewDesc(continuousMetricsPrefix+name, help, nil, labels)
+		return prometheus.NewDesc(continuous.MetricsPrefix+name, help, nil, labels)
 	}
 	return &agentCollector{a: a,
 		newestRevision: d("newest_revision", "Newest restorable revision."),

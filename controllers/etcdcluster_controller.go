@@ -79,6 +79,8 @@ type EtcdClusterReconciler struct {
 	unchanged *noopCache
 	// recoveries remembers the NOSPACE recoveries under way (space.go).
 	recoveries recoveryMemory
+	// agentAnswers remembers each cluster's last answer from its continuous backup agent (continuous.go).
+	agentAnswers agentMemory
 	// metrics holds the clusters' series the manager's metrics endpoint serves (metrics.go); nil exports none.
 	metrics *clusterCollector
 	// podMonitors reads PodMonitors from the manager's cache where the API server serves the kind when the
@@ -151,11 +153,13 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.Get(ctx, req.NamespacedName, cluster); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.metrics.forget(req.NamespacedName)
+			r.agentAnswers.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !cluster.DeletionTimestamp.IsZero() {
 		r.metrics.forget(req.NamespacedName)
+		r.agentAnswers.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	// 1b. A cluster without a recorded TLS choice gets one first (settleTLS); the update brings it back.
@@ -194,6 +198,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.reconcileConfigMap,
 		r.reconcileServices,
 		r.reconcilePointInTimeRestore,
+		r.reconcileRecoveryReplay,
 		r.reconcileSnapshotServer,
 		r.reconcileStatefulSet,
 		r.reconcilePodDisruptionBudget,
@@ -275,14 +280,22 @@ func (r *EtcdClusterReconciler) requeueAfter(c *etcdv1beta1.EtcdCluster, obs obs
 	default:
 		after = r.healthInterval()
 	}
-	// A certificate due for renewal and the defragmentation schedule's next time: a second late, so the
-	// time has come when the reconcile looks.
-	for _, due := range []time.Time{nextRenewal(obs.tlsStatus), nextSweep(c, r.now())} {
+	// A certificate due for renewal, the defragmentation schedule's next time and the continuous backup
+	// agent's answer due for renewal: a second late, so the time has come when the reconcile looks.
+	for _, due := range []time.Time{nextRenewal(obs.tlsStatus), nextSweep(c, r.now()), agentAnswerDue(obs.continuousAt, r.healthInterval())} {
 		if until := due.Sub(r.now()) + time.Second; !due.IsZero() && (after == 0 || until < after) {
 			after = max(until, time.Second)
 		}
 	}
 	return after
+}
+
+// agentAnswerDue is when the agent's answer taken at at is renewed (zero when the agent was not asked).
+func agentAnswerDue(at time.Time, interval time.Duration) time.Time {
+	if at.IsZero() {
+		return time.Time{}
+	}
+	return at.Add(interval)
 }
 
 // liveReader reads from the API server, not the cache (the client when no APIReader is set).
