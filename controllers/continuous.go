@@ -212,20 +212,21 @@ func continuousStatus(s *etcdv1beta1.EtcdClusterStatus, c *etcdv1beta1.EtcdClust
 
 // pointInTimeSource resolves a bootstrap from a continuous backup: the Job that replays it to the chosen
 // point must have stored its snapshot (PointInTimeKey) before any member starts. A non-empty wait says what
-// the cluster waits for; failed says why the restore was refused (nothing starts).
-func (r *EtcdClusterReconciler) pointInTimeSource(ctx context.Context, c *etcdv1beta1.EtcdCluster) (src *resources.RestoreSource, wait, failed string, err error) {
+// the cluster waits for (until due, when no event may end it); failed says why the restore was refused
+// (nothing starts).
+func (r *EtcdClusterReconciler) pointInTimeSource(ctx context.Context, c *etcdv1beta1.EtcdCluster) (src *resources.RestoreSource, wait, failed string, due time.Time, err error) {
 	from := c.Spec.Bootstrap.FromBackup
 	if from.BackupName != "" {
-		return nil, "", "fromBackup.pointInTime restores a continuous backup: give its location as key with pvc or s3, not backupName (an EtcdBackup is one snapshot)", nil
+		return nil, "", "fromBackup.pointInTime restores a continuous backup: give its location as key with pvc or s3, not backupName (an EtcdBackup is one snapshot)", time.Time{}, nil
 	}
 	d := etcdv1beta1.BackupDestination{PVC: from.PVC, S3: from.S3}
 	job := &batchv1.Job{}
 	err = r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.PointInTimeJobName(c)}, job)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, fmt.Sprintf("replaying the continuous backup at %s to %s (Job %s)", from.Key, pointInTimeTarget(from.PointInTime), resources.PointInTimeJobName(c)), "", nil
+		return nil, fmt.Sprintf("replaying the continuous backup at %s to %s (Job %s)", from.Key, pointInTimeTarget(from.PointInTime), resources.PointInTimeJobName(c)), "", time.Time{}, nil
 	case err != nil:
-		return nil, "", "", err
+		return nil, "", "", time.Time{}, err
 	}
 	for _, cond := range job.Status.Conditions {
 		if cond.Status != corev1.ConditionTrue {
@@ -233,29 +234,59 @@ func (r *EtcdClusterReconciler) pointInTimeSource(ctx context.Context, c *etcdv1
 		}
 		switch cond.Type {
 		case batchv1.JobComplete:
-			return &resources.RestoreSource{Destination: d, Key: resources.PointInTimeKey(c, d)}, "", "", nil
+			return &resources.RestoreSource{Destination: d, Key: resources.PointInTimeKey(c, d)}, "", "", time.Time{}, nil
 		case batchv1.JobFailed:
-			msg, err := r.pointInTimeFailure(ctx, c)
-			if err != nil {
-				return nil, "", "", err
+			pods := &corev1.PodList{}
+			if err := r.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
+				return nil, "", "", time.Time{}, err
 			}
-			return nil, "", "point-in-time restore refused, nothing started: " + msg, nil
+			msg, due := failedJobReport(job, cond, pods.Items, r.now())
+			if !due.IsZero() {
+				return nil, fmt.Sprintf("the replay of the continuous backup at %s failed (Job %s): waiting for its pod's report of why", from.Key, job.Name), "", due, nil
+			}
+			return nil, "", "point-in-time restore refused, nothing started: " + msg, time.Time{}, nil
 		}
 	}
-	return nil, fmt.Sprintf("replaying the continuous backup at %s to %s (Job %s)", from.Key, pointInTimeTarget(from.PointInTime), resources.PointInTimeJobName(c)), "", nil
+	return nil, fmt.Sprintf("replaying the continuous backup at %s to %s (Job %s)", from.Key, pointInTimeTarget(from.PointInTime), resources.PointInTimeJobName(c)), "", time.Time{}, nil
 }
 
-// pointInTimeFailure is the error the Job's last pod reported (its termination message).
-func (r *EtcdClusterReconciler) pointInTimeFailure(ctx context.Context, c *etcdv1beta1.EtcdCluster) (string, error) {
-	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels{batchv1.JobNameLabel: resources.PointInTimeJobName(c)}); err != nil {
-		return "", err
+// failedReportWait bounds how long the reason of a failed point-in-time Job waits for its pods' reports,
+// counted from the Job's failure: a pod deleted meanwhile never reports, and a recovery must not hang on it.
+const failedReportWait = 30 * time.Second
+
+// failedJobReport is why the point-in-time Job job failed (its Failed condition failed): the refusal its
+// newest failed pod reported (the termination message), else the Job's own reason. The Job's failure can
+// reach the cache before the status of the pods it counted, which says why: while a pod in view has not
+// finished, or fewer failed pods are in view than the Job counts, and failedReportWait has not passed,
+// there is no reason yet and due is when the wait ends (a pod's update ends it sooner). The same pods in
+// view give the same reason, whatever order the Job's and the pods' updates arrived in.
+func failedJobReport(job *batchv1.Job, failed batchv1.JobCondition, pods []corev1.Pod, now time.Time) (why string, due time.Time) {
+	if end := failed.LastTransitionTime.Add(failedReportWait); now.Before(end) && reportsOutstanding(job, pods) {
+		return "", end
 	}
-	msg, _ := pointInTimeResult(pods.Items, false)
+	msg, _ := pointInTimeResult(pods, false)
+	if msg == "" {
+		msg = failed.Message
+	}
 	if msg == "" {
 		msg = "the Job failed"
 	}
-	return msg, nil
+	return msg, time.Time{}
+}
+
+// reportsOutstanding: a pod of the failed Job job may still report why it failed. A pod being deleted
+// before it finished never will: it counts as reported.
+func reportsOutstanding(job *batchv1.Job, pods []corev1.Pod) bool {
+	var finished int32
+	for _, p := range pods {
+		switch {
+		case p.Status.Phase == corev1.PodFailed, p.Status.Phase == corev1.PodSucceeded, p.DeletionTimestamp != nil:
+			finished++
+		default:
+			return true
+		}
+	}
+	return finished < job.Status.Failed
 }
 
 // pointInTimeResult is the termination message of the newest point-in-time container that succeeded (or
@@ -359,6 +390,8 @@ type replayState struct {
 	done bool
 	// failed says why the replay will not deliver that snapshot.
 	failed string
+	// reportDue: the Job failed, and its pods' reports of why are awaited until then (failedJobReport).
+	reportDue time.Time
 }
 
 // observeRecoveryReplay reads the replay Job of the recorded recovery rec, when it replays the continuous
@@ -377,14 +410,16 @@ func (r *EtcdClusterReconciler) observeRecoveryReplay(ctx context.Context, c *et
 		return replayState{}, err
 	}
 	d := resources.BackupDestination(c, nil)
-	return replayOutcome(job, pods.Items, *rec, resources.PointInTimeRecoveryKey(c, d, rec.ID)), nil
+	return replayOutcome(job, pods.Items, *rec, resources.PointInTimeRecoveryKey(c, d, rec.ID), r.now()), nil
 }
 
 // replayOutcome judges recovery rec's replay Job by its conditions and its pods' reports. A success whose
 // report names another revision or key than the recovery's is a failure: the members would restore
 // something else than what the recovery records. (A success without a report in view, its pod gone, stands:
-// the Job stores only a snapshot it verified, and each member's restore step verifies it again.)
-func replayOutcome(job *batchv1.Job, pods []corev1.Pod, rec membership.RestoreRecovery, key string) replayState {
+// the Job stores only a snapshot it verified, and each member's restore step verifies it again.) A failure
+// waits for its pods' reports (failedJobReport): the fallback it leads to is recorded once, with the reason
+// the replay gave.
+func replayOutcome(job *batchv1.Job, pods []corev1.Pod, rec membership.RestoreRecovery, key string, now time.Time) replayState {
 	st := replayState{id: rec.ID}
 	for _, cond := range job.Status.Conditions {
 		if cond.Status != corev1.ConditionTrue {
@@ -404,9 +439,10 @@ func replayOutcome(job *batchv1.Job, pods []corev1.Pod, rec membership.RestoreRe
 			st.done = true
 			return st
 		case batchv1.JobFailed:
-			msg, _ := pointInTimeResult(pods, false)
-			if msg == "" {
-				msg = cond.Message
+			msg, due := failedJobReport(job, cond, pods, now)
+			if !due.IsZero() {
+				st.reportDue = due
+				return st
 			}
 			st.failed = fmt.Sprintf("Job %s failed: %s", job.Name, msg)
 			return st

@@ -280,9 +280,11 @@ func (r *EtcdClusterReconciler) requeueAfter(c *etcdv1beta1.EtcdCluster, obs obs
 	default:
 		after = r.healthInterval()
 	}
-	// A certificate due for renewal, the defragmentation schedule's next time and the continuous backup
-	// agent's answer due for renewal: a second late, so the time has come when the reconcile looks.
-	for _, due := range []time.Time{nextRenewal(obs.tlsStatus), nextSweep(c, r.now()), agentAnswerDue(obs.continuousAt, r.healthInterval())} {
+	// A certificate due for renewal, the defragmentation schedule's next time, the continuous backup
+	// agent's answer due for renewal and the end of a wait for a failed replay's report (failedJobReport): a
+	// second late, so the time has come when the reconcile looks.
+	for _, due := range []time.Time{nextRenewal(obs.tlsStatus), nextSweep(c, r.now()), agentAnswerDue(obs.continuousAt, r.healthInterval()),
+		obs.replay.reportDue, obs.restoreReportDue} {
 		if until := due.Sub(r.now()) + time.Second; !due.IsZero() && (after == 0 || until < after) {
 			after = max(until, time.Second)
 		}
@@ -358,7 +360,7 @@ func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) (*builder.Ty
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Secret{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podOrJobPodToCluster)).
 		// A new revision of the member template can reach the cache after the StatefulSet's status naming it
 		// (podUpToDate reads both).
 		Watches(&appsv1.ControllerRevision{}, handler.EnqueueRequestsFromMapFunc(podToCluster)).
@@ -414,6 +416,24 @@ func (r *EtcdClusterReconciler) backupToRestoringClusters(ctx context.Context, o
 // cluster through the instance label.
 var podToCluster = componentToCluster(resources.ComponentEtcd, resources.ComponentContinuousBackup, resources.ComponentPointInTime,
 	resources.ComponentSnapshotServer)
+
+// podOrJobPodToCluster maps a pod as podToCluster does, and a pod its labels do not map through the Job that
+// controls it: a failed replay Job's reason waits for its pod's report (failedJobReport), and only the pod's
+// update can end that wait, whatever labels the pod carries.
+func (r *EtcdClusterReconciler) podOrJobPodToCluster(ctx context.Context, o client.Object) []reconcile.Request {
+	if reqs := podToCluster(ctx, o); len(reqs) > 0 {
+		return reqs
+	}
+	owner := metav1.GetControllerOf(o)
+	if owner == nil || owner.Kind != "Job" || owner.APIVersion != batchv1.SchemeGroupVersion.String() {
+		return nil
+	}
+	job := &batchv1.Job{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: o.GetNamespace(), Name: owner.Name}, job); err != nil || job.UID != owner.UID {
+		return nil
+	}
+	return backupJobToCluster(ctx, job)
+}
 
 // componentToCluster maps an object of one of a cluster's components to the cluster named by its instance
 // label.

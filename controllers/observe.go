@@ -72,6 +72,8 @@ type observation struct {
 	restore       *resources.RestoreSource
 	restoreWait   string
 	restoreFailed string
+	// restoreReportDue: the point-in-time Job failed, and its pods' reports of why are awaited until then.
+	restoreReportDue time.Time
 	// snapshotServerWait says why members restoring from a claim wait for its snapshot server ("" when
 	// it serves or there is none).
 	snapshotServerWait string
@@ -241,7 +243,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta1.Etcd
 	obs.restoreFailed = resources.RestoreFailure(obs.pods)
 	if b := c.Spec.Bootstrap; b != nil && b.FromBackup != nil && b.FromBackup.PointInTime != nil {
 		var failed string
-		if obs.restore, obs.restoreWait, failed, err = r.pointInTimeSource(ctx, c); err != nil {
+		if obs.restore, obs.restoreWait, failed, obs.restoreReportDue, err = r.pointInTimeSource(ctx, c); err != nil {
 			return obs, err
 		}
 		if failed != "" {

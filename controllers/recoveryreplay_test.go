@@ -113,9 +113,69 @@ func TestReplayOutcome(t *testing.T) {
 		{"failed, its pods gone", job(batchv1.JobFailed, "Job has reached the specified backoff limit"), nil, false,
 			"failed: Job has reached the specified backoff limit"},
 	} {
-		got := replayOutcome(tc.job, tc.pods, rec, key)
+		got := replayOutcome(tc.job, tc.pods, rec, key, time.Now())
 		if got.id != rec.ID || got.done != tc.done || (tc.failedWith == "") != (got.failed == "") || !strings.Contains(got.failed, tc.failedWith) {
 			t.Errorf("%s: %+v; want done %v, failed with %q", tc.name, got, tc.done, tc.failedWith)
+		}
+	}
+}
+
+// TestFailedJobReport: a failed replay's reason is its pod's report. While the Job's failure is recent and a
+// pod it counts has not reported in view (not in the cache yet, or not finished there), there is no reason
+// yet; once every pod reported, is being deleted, or the wait is over, the reason is the newest report, else
+// the Job's own. The Job's and the pod's updates may arrive in either order.
+func TestFailedJobReport(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	failed := func(ago time.Duration) (*batchv1.Job, batchv1.JobCondition) {
+		cond := batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded",
+			Message: "Job has reached the specified backoff limit", LastTransitionTime: metav1.NewTime(now.Add(-ago))}
+		return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "prod-pitr-1"}, Status: batchv1.JobStatus{Failed: 1, Conditions: []batchv1.JobCondition{cond}}}, cond
+	}
+	reported := func(msg string, finished time.Time) corev1.Pod {
+		return corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{Name: resources.PointInTimeContainerName,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: msg, FinishedAt: metav1.NewTime(finished)}}}}}}
+	}
+	pending := corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending}}
+	deleting := *pending.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: now}
+	const refusal = "segment 3 does not verify"
+	for _, tc := range []struct {
+		name    string
+		ago     time.Duration
+		failed  int32
+		pods    []corev1.Pod
+		want    string
+		waiting bool
+	}{
+		{name: "the pod's report is in view", ago: time.Second, pods: []corev1.Pod{reported(`{"error":"`+refusal+`"}`, now)}, want: refusal},
+		{name: "the pod is not in view yet", ago: time.Second, waiting: true},
+		{name: "the pod is in view, its report not yet", ago: time.Second, pods: []corev1.Pod{pending}, waiting: true},
+		{name: "one of two failed pods reported", ago: time.Second, failed: 2, pods: []corev1.Pod{reported("first", now)}, waiting: true},
+		{name: "the newest of two reports", ago: time.Second, failed: 2,
+			pods: []corev1.Pod{reported("second", now.Add(-time.Second)), reported("third", now)}, want: "third"},
+		{name: "the pod was deleted before it reported", ago: time.Second, pods: []corev1.Pod{deleting}, want: "Job has reached the specified backoff limit"},
+		{name: "no report within the wait: the pod is gone", ago: failedReportWait, want: "Job has reached the specified backoff limit"},
+		{name: "a report in view after the wait still counts", ago: time.Hour, pods: []corev1.Pod{reported(refusal, now)}, want: refusal},
+	} {
+		job, cond := failed(tc.ago)
+		if tc.failed > 0 {
+			job.Status.Failed = tc.failed
+		}
+		why, due := failedJobReport(job, cond, tc.pods, now)
+		switch {
+		case tc.waiting:
+			if why != "" || !due.Equal(cond.LastTransitionTime.Add(failedReportWait)) {
+				t.Errorf("%s: %q, due %v; want a wait until %v", tc.name, why, due, cond.LastTransitionTime.Add(failedReportWait))
+			}
+		case why != tc.want || !due.IsZero():
+			t.Errorf("%s: %q, due %v; want %q", tc.name, why, due, tc.want)
+		}
+		if tc.waiting {
+			// The recovery's replay waits too: neither done nor failed, and looks again when the wait ends.
+			st := replayOutcome(job, tc.pods, membership.RestoreRecovery{ID: "r1", Replay: true}, "k", now)
+			if st.done || st.failed != "" || st.reportDue.IsZero() {
+				t.Errorf("%s: replay %+v; want it waiting for the report", tc.name, st)
+			}
 		}
 	}
 }
@@ -335,6 +395,50 @@ var _ = Describe("Quorum-loss recovery with continuous backup", func() {
 		// The members wait for the snapshot server meanwhile (envtest runs none): Progressing still says why.
 		Eventually(condition(ctx, c, etcdv1beta1.ConditionProgressing), timeout, interval).Should(
 			HaveField("Message", ContainSubstring("not the continuous backup: replaying the continuous backup")))
+	})
+
+	It("waits for the replay pod's report of why when the Job's failure is seen first, then falls back saying why", func() {
+		c, fullKey := lostWithContinuousBackup(500)
+		var rec *membership.RestoreRecovery
+		Eventually(func(g Gomega) { rec = recorded(c)(g); g.Expect(rec.Replay).To(BeTrue()) }, timeout, interval).Should(Succeed())
+		job := replayJob(c, rec.ID)
+		// The Job's failure arrives before anything of its pod: the order the two watches may deliver them in.
+		now := metav1.Now()
+		job.Status.StartTime, job.Status.Failed = &now, 1
+		job.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit", LastTransitionTime: now},
+			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit", LastTransitionTime: now},
+		}
+		Expect(k8sClient.Status().Update(ctx, job)).To(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(recorded(c)(g).Replay).To(BeTrue(), "no fallback before the pod reported why the replay failed")
+		}, 2*time.Second, interval).Should(Succeed())
+
+		// Then the pod the Job counted, with its report (as finishJobAs writes it; the Job's status stays).
+		refusal := "segment 5 of chain 00000000000000000400-ab12cd34 does not verify"
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-run", Namespace: job.Namespace,
+			Labels:          map[string]string{batchv1.JobNameLabel: job.Name, resources.LabelManagedBy: resources.ManagedBy},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}},
+			Spec: job.Spec.Template.Spec}
+		Expect(k8sClient.Create(ctx, pod)).To(Succeed())
+		pod.Status.Phase = corev1.PodFailed
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: resources.PointInTimeContainerName, Image: "operator",
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: fmt.Sprintf(`{"error": %q}`, refusal), StartedAt: now, FinishedAt: now}}}}
+		Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
+		Eventually(func(g Gomega) {
+			fb := recorded(c)(g)
+			g.Expect(*fb).To(And(HaveField("ID", rec.ID), HaveField("Replay", false), HaveField("Revision", BeEquivalentTo(77)),
+				HaveField("Location", "pvc://"+resources.BackupPVCName(c)+"/"+fullKey), HaveField("Fallback", ContainSubstring(refusal))))
+		}, timeout, interval).Should(Succeed())
+		Eventually(func(g Gomega) {
+			events, err := eventsWithReason(ctx, c, ReasonRecoveryFallback)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(events).To(ContainElement(HaveField("Note", ContainSubstring(refusal))))
+		}, timeout, interval).Should(Succeed())
+		events, err := eventsWithReason(ctx, c, ReasonRecoveryFallback)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(events).To(HaveLen(1), "the fallback is decided, and announced, once")
+		Expect(events[0].Note).NotTo(ContainSubstring("backoff limit"))
 	})
 
 	It("restores the newest full backup, saying why, when the agent reports no coverage", func() {
