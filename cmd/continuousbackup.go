@@ -181,6 +181,10 @@ type agent struct {
 	catalogRead           bool
 	segments, bytes       uint64
 	chainsStarted, gapsIn uint64
+	// history is the capture's current history (continuous.Manifest.History), once a chain was started or
+	// resumed: a new one (the cluster was restored from a snapshot) ends what the earlier one covered.
+	history      string
+	historyKnown bool
 }
 
 // runContinuousBackup captures the cluster into cfg.Store until ctx ends, prunes old chains, and serves
@@ -254,6 +258,13 @@ func (a *agent) observe(e continuous.Event) {
 			a.oldestRevision, a.oldestTime = e.Status.BaseRevision, e.Status.BaseTime
 		}
 	}
+	if m := e.Manifest; m != nil && (e.Kind == continuous.ChainStarted || e.Kind == continuous.ChainResumed) {
+		if a.historyKnown && m.History != a.history {
+			// The earlier history's revisions name other states: none of its coverage is claimed.
+			a.newestRevision, a.newestTime, a.oldestRevision, a.oldestTime, a.gaps = 0, time.Time{}, 0, time.Time{}, nil
+		}
+		a.history, a.historyKnown = m.History, true
+	}
 	switch e.Kind {
 	case continuous.ChainStarted:
 		a.hasChain, a.captureErr = true, ""
@@ -326,6 +337,9 @@ func (a *agent) applyRetention(ctx context.Context) {
 	defer a.mu.Unlock()
 	if applyErr == nil {
 		a.retentionErr = ""
+	}
+	if a.historyKnown && cat.History != a.history {
+		return // read before the capture began its current history: the run its new chain asks for reads it
 	}
 	a.catalogRead = true
 	a.chains = len(cat.Chains)

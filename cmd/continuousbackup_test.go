@@ -530,3 +530,31 @@ func TestAgentMetricNames(t *testing.T) {
 		t.Fatalf("the agent describes %q, continuous.MetricNames lists %q", got, want)
 	}
 }
+
+// TestAgentForgetsAnEarlierHistory: once the capture begins a new history (the cluster was restored from a
+// snapshot), the report claims none of what the earlier history covered, and a catalog read before the new
+// history began does not bring it back.
+func TestAgentForgetsAnEarlierHistory(t *testing.T) {
+	a := &agent{cfg: continuousBackupConfig{Cluster: cbCluster, Namespace: cbNamespace, ClusterUID: cbUID}, retain: make(chan struct{}, 1)}
+	t0 := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+	started := func(m continuous.Manifest, stored int64, at time.Time) {
+		a.observe(continuous.Event{Kind: continuous.ChainStarted, Manifest: &m, Status: continuous.Status{ChainID: m.ChainID,
+			BaseRevision: m.BaseRevision, BaseTime: m.TakenAt, StoredRevision: stored, StoredTime: at}})
+	}
+	first := continuous.Manifest{ChainID: "00000000000000000010-aaaaaaaa", BaseRevision: 10, TakenAt: t0, History: "00000000000000000010-aaaaaaaa"}
+	started(first, 10, t0)
+	a.observe(continuous.Event{Kind: continuous.SegmentWritten, Status: continuous.Status{ChainID: first.ChainID, BaseRevision: 10, BaseTime: t0,
+		StoredRevision: 500, StoredTime: t0.Add(time.Hour)}})
+	if s := a.status(); s.OldestRevision != 10 || s.NewestRevision != 500 {
+		t.Fatalf("first history: %+v", s)
+	}
+
+	second := continuous.Manifest{ChainID: "00000000000000000080-bbbbbbbb", BaseRevision: 80, TakenAt: t0.Add(2 * time.Hour),
+		History: "00000000000000000080-bbbbbbbb", Reason: continuous.ReasonHistoryRestarted,
+		Gap: &continuous.Gap{From: 1, To: 79, Reason: "the cluster's history restarted"}}
+	started(second, 80, second.TakenAt)
+	a.observe(continuous.Event{Kind: continuous.GapRecorded, Gap: second.Gap})
+	if s := a.status(); s.OldestRevision != 80 || s.NewestRevision != 80 || !s.NewestTime.Equal(second.TakenAt) || len(s.Gaps) != 0 || a.gapsIn != 1 {
+		t.Fatalf("after the history restarted: %+v (gaps recorded %d); want only the new chain's coverage", s, a.gapsIn)
+	}
+}
