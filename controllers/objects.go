@@ -43,15 +43,41 @@ func (r *EtcdClusterReconciler) reconcileConfigMap(ctx context.Context, s *recon
 	if err := r.confirmForcing(ctx, c, s.obs.forcing, cfg.ForceNewCluster); err != nil {
 		return err
 	}
+	if err := r.keepRecordedFallback(ctx, c, cfg, s.obs.restoring); err != nil {
+		return err
+	}
 	desired := resources.ConfigMap(c, memberConfig(c, cfg, s.obs.urls))
 	changed, err := applyIfChanged(ctx, r.objects(), &corev1.ConfigMap{}, desired, corev1ac.ExtractConfigMap)
 	s.applied.add(ctx, changed, "ConfigMap", resources.ConfigMapName(c))
-	if why := newFallback(s.obs.restoring, cfg.Restore); err == nil && why != "" {
+	// Announced by the write that records it: a reconcile planned from a cache that lags that write
+	// decides it again, and writes nothing.
+	if why := newFallback(s.obs.restoring, cfg.Restore); err == nil && changed && why != "" {
 		// More writes are lost than the continuous backup would have lost: a warning a human should read.
 		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, ReasonRecoveryFallback, "QuorumRecovery",
 			"restoring the newest full backup %s (revision %d), not the continuous backup: %s", cfg.Restore.Location, cfg.Restore.Revision, why)
 	}
 	return err
+}
+
+// keepRecordedFallback: a recovery's fallback to the newest full backup, once recorded, is its decision.
+// Planned from a cache that lags that write, a later reconcile decides it again, possibly for another
+// reason (the replay's report arriving after the wait for it ended): the record the API server holds stays,
+// and this reconcile carries it on.
+func (r *EtcdClusterReconciler) keepRecordedFallback(ctx context.Context, c *etcdv1beta1.EtcdCluster, cfg *membership.Config, cached *membership.RestoreRecovery) error {
+	if newFallback(cached, cfg.Restore) == "" {
+		return nil
+	}
+	cm := &corev1.ConfigMap{}
+	switch err := r.liveReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.ConfigMapName(c)}, cm); {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read the members' configuration before recording a fallback: %w", err)
+	}
+	if live := resources.RestoreRecoveryOf(cm.Data); live != nil && live.ID == cfg.Restore.ID && live.Fallback != "" {
+		cfg.Restore = live
+	}
+	return nil
 }
 
 // confirmForcing checks a forced start's instruction against the configuration the API server holds
