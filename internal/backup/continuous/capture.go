@@ -222,14 +222,17 @@ type lostHistoryError struct{ reason string }
 
 func (e *lostHistoryError) Error() string { return e.reason }
 
+// identityTimeout bounds the check of the cluster's identity before a chain starts or a watch (re)starts.
+const identityTimeout = 10 * time.Second
+
 // historyRestartedError: the cluster's history is not the one the chain records (historyBreak).
 type historyRestartedError struct{ reason string }
 
 func (e *historyRestartedError) Error() string { return e.reason }
 
-// identity asks the cluster for its etcd cluster ID (hex) and current revision.
-func (c *Capturer) identity(ctx context.Context) (string, int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+// identity asks the cluster for its etcd cluster ID (hex) and current revision, for at most timeout.
+func (c *Capturer) identity(ctx context.Context, timeout time.Duration) (string, int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	resp, err := c.cfg.Client.Get(ctx, "/", clientv3.WithCountOnly())
 	if err != nil {
@@ -327,7 +330,7 @@ func (c *Capturer) resume(ctx context.Context) (ch, prev *chain) {
 		if last == nil {
 			return nil, nil
 		}
-		end := &chain{manifest: last.Manifest, last: last.Newest()}
+		end := &chain{manifest: last.Manifest, last: last.Newest(), etcdClusterID: last.Manifest.EtcdClusterID}
 		if last.Problem != "" {
 			c.lg.Warn("the newest chain is damaged: starting a new chain", zap.String("chain", last.ID), zap.String("problem", last.Problem))
 			return nil, end
@@ -377,6 +380,13 @@ func (c *Capturer) startChain(ctx context.Context, reason string, prev *chain, g
 		if err == nil {
 			return ch
 		}
+		var restarted *historyRestartedError
+		if errors.As(err, &restarted) {
+			// Not prev's history after all: the chain begins a new one.
+			c.lg.Warn("the cluster's history restarted: the new chain begins a new history", zap.String("reason", restarted.reason))
+			reason, gap = ReasonHistoryRestarted, &Gap{DetectedAt: time.Now().UTC(), Reason: restarted.reason, AfterChain: prev.manifest.ChainID}
+			continue
+		}
 		c.failed("start a chain", err)
 		sleep(ctx, 2*time.Second)
 	}
@@ -388,7 +398,7 @@ func (c *Capturer) startChain(ctx context.Context, reason string, prev *chain, g
 func (c *Capturer) newChain(ctx context.Context, reason string, prev *chain, gap *Gap, atLeast int64) (*chain, error) {
 	file := filepath.Join(c.cfg.StagingDir, "snapshot-"+randomHex(6)+".db")
 	defer func() { _ = os.Remove(file) }()
-	clusterID, _, err := c.identity(ctx)
+	clusterID, _, err := c.identity(ctx, identityTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -404,6 +414,14 @@ func (c *Capturer) newChain(ctx context.Context, reason string, prev *chain, gap
 	rev, compacted, err := snapshotRevisions(file, info)
 	if err != nil {
 		return nil, err
+	}
+	if prev != nil && reason != ReasonHistoryRestarted {
+		// A chain that continues prev's history must snapshot that history: the cluster may have been
+		// restored since prev's last check.
+		check := *prev
+		if err := historyBreak(&check, clusterID, rev); err != nil {
+			return nil, err
+		}
 	}
 	if rev < atLeast {
 		return nil, errStaleSnapshot
@@ -481,7 +499,7 @@ func (c *Capturer) follow(ctx context.Context, chp **chain) error {
 	ch := *chp
 	// Every (re)start of the watch first checks that the cluster still has the chain's history: a watch
 	// from a revision the cluster has not reached yet waits for it, and then would record another history.
-	clusterID, rev, err := c.identity(ctx)
+	clusterID, rev, err := c.identity(ctx, identityTimeout)
 	if err != nil {
 		return err
 	}
@@ -567,7 +585,9 @@ func (c *Capturer) follow(ctx context.Context, chp **chain) error {
 		case <-ticker.C:
 			// The client resumes a watch on a restarted member by itself, and a watch from a revision the
 			// cluster has not reached answers nothing: only asking notices that the cluster was restored.
-			if clusterID, rev, err := c.identity(ctx); err == nil {
+			// Bounded by half a flush interval (at least a second): an unreachable cluster must not hold up
+			// storing what is buffered; the next tick asks again.
+			if clusterID, rev, err := c.identity(ctx, max(c.cfg.FlushInterval/2, time.Second)); err == nil {
 				if err := historyBreak(ch, clusterID, rev); err != nil {
 					return err
 				}
