@@ -436,7 +436,7 @@ func newAgentCollector(a *agent) *agentCollector {
 		segments:       d("segments_written_total", "Segments stored (checkpoints included)."),
 		bytes:          d("bytes_written_total", "Bytes stored: segments and full snapshots."),
 		chainsStarted:  d("chains_started_total", "Chains begun (each with a full snapshot)."),
-		gapsRecorded:   d("gaps_recorded_total", "Gaps recorded: history compacted before it was captured."),
+		gapsRecorded:   d("gaps_recorded_total", "Gaps recorded: history compacted before it was captured, or the cluster's history restarted (restored from a snapshot)."),
 	}
 }
 
