@@ -158,30 +158,6 @@ type continuousBackupConfig struct {
 	Logger            *zap.Logger
 }
 
-// continuousBackupStatus is the agent's GET /status, which the operator decodes.
-type continuousBackupStatus struct {
-	ClusterUID string `json:"clusterUID"`
-	Location   string `json:"location"`
-	// Capturing: a chain exists and the capture's last step succeeded.
-	Capturing bool `json:"capturing"`
-	// The restorable range across the retained chains; NewestTime is the recovery point.
-	OldestRevision int64     `json:"oldestRevision"`
-	OldestTime     time.Time `json:"oldestTime,omitzero"`
-	NewestRevision int64     `json:"newestRevision"`
-	NewestTime     time.Time `json:"newestTime,omitzero"`
-	// Gaps are the revisions inside the retained range that no chain restores.
-	Gaps      []continuousBackupGap `json:"gaps"`
-	Chains    int                   `json:"chains"`
-	LastError string                `json:"lastError"`
-}
-
-type continuousBackupGap struct {
-	FromRevision int64     `json:"fromRevision"`
-	ToRevision   int64     `json:"toRevision"`
-	Reason       string    `json:"reason"`
-	Time         time.Time `json:"time,omitzero"`
-}
-
 // agent is the state the capture's events and the retention runs leave, for /status and /metrics.
 type agent struct {
 	cfg      continuousBackupConfig
@@ -205,6 +181,10 @@ type agent struct {
 	catalogRead           bool
 	segments, bytes       uint64
 	chainsStarted, gapsIn uint64
+	// history is the capture's current history (continuous.Manifest.History), once a chain was started or
+	// resumed: a new one (the cluster was restored from a snapshot) ends what the earlier one covered.
+	history      string
+	historyKnown bool
 }
 
 // runContinuousBackup captures the cluster into cfg.Store until ctx ends, prunes old chains, and serves
@@ -277,6 +257,13 @@ func (a *agent) observe(e continuous.Event) {
 		if a.oldestRevision == 0 && e.Status.BaseRevision > 0 {
 			a.oldestRevision, a.oldestTime = e.Status.BaseRevision, e.Status.BaseTime
 		}
+	}
+	if m := e.Manifest; m != nil && (e.Kind == continuous.ChainStarted || e.Kind == continuous.ChainResumed) {
+		if a.historyKnown && m.History != a.history {
+			// The earlier history's revisions name other states: none of its coverage is claimed.
+			a.newestRevision, a.newestTime, a.oldestRevision, a.oldestTime, a.gaps = 0, time.Time{}, 0, time.Time{}, nil
+		}
+		a.history, a.historyKnown = m.History, true
 	}
 	switch e.Kind {
 	case continuous.ChainStarted:
@@ -351,6 +338,9 @@ func (a *agent) applyRetention(ctx context.Context) {
 	if applyErr == nil {
 		a.retentionErr = ""
 	}
+	if a.historyKnown && cat.History != a.history {
+		return // read before the capture began its current history: the run its new chain asks for reads it
+	}
 	a.catalogRead = true
 	a.chains = len(cat.Chains)
 	a.gaps = cat.Gaps()
@@ -374,20 +364,20 @@ func (a *agent) retentionFailed(ctx context.Context, err error) {
 	a.mu.Unlock()
 }
 
-func (a *agent) status() continuousBackupStatus {
+func (a *agent) status() continuous.Report {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := continuousBackupStatus{
+	s := continuous.Report{
 		ClusterUID: a.cfg.ClusterUID, Location: a.location, Capturing: a.hasChain && a.captureErr == "",
 		OldestRevision: a.oldestRevision, OldestTime: utc(a.oldestTime),
 		NewestRevision: a.newestRevision, NewestTime: utc(a.newestTime),
-		Gaps: []continuousBackupGap{}, Chains: a.chains, LastError: a.captureErr,
+		Gaps: []continuous.ReportGap{}, Chains: a.chains, LastError: a.captureErr,
 	}
 	if s.LastError == "" {
 		s.LastError = a.retentionErr
 	}
 	for _, g := range a.gaps {
-		s.Gaps = append(s.Gaps, continuousBackupGap{FromRevision: g.From, ToRevision: g.To, Reason: g.Reason, Time: utc(g.DetectedAt)})
+		s.Gaps = append(s.Gaps, continuous.ReportGap{FromRevision: g.From, ToRevision: g.To, Reason: g.Reason, Time: utc(g.DetectedAt)})
 	}
 	return s
 }
@@ -421,8 +411,6 @@ func (a *agent) handler() http.Handler {
 	return mux
 }
 
-const continuousMetricsPrefix = "etcd_operator_continuous_backup_"
-
 // agentCollector renders the agent's state at each scrape. Gauges of a value not known yet (no chain, no
 // catalog read) have no series rather than a misleading zero.
 type agentCollector struct {
@@ -435,7 +423,7 @@ type agentCollector struct {
 func newAgentCollector(a *agent) *agentCollector {
 	labels := prometheus.Labels{"cluster": a.cfg.Cluster, "namespace": a.cfg.Namespace}
 	d := func(name, help string) *prometheus.Desc {
-		return prometheus.NewDesc(continuousMetricsPrefix+name, help, nil, labels)
+		return prometheus.NewDesc(continuous.MetricsPrefix+name, help, nil, labels)
 	}
 	return &agentCollector{a: a,
 		newestRevision: d("newest_revision", "Newest restorable revision."),
@@ -448,7 +436,7 @@ func newAgentCollector(a *agent) *agentCollector {
 		segments:       d("segments_written_total", "Segments stored (checkpoints included)."),
 		bytes:          d("bytes_written_total", "Bytes stored: segments and full snapshots."),
 		chainsStarted:  d("chains_started_total", "Chains begun (each with a full snapshot)."),
-		gapsRecorded:   d("gaps_recorded_total", "Gaps recorded: history compacted before it was captured."),
+		gapsRecorded:   d("gaps_recorded_total", "Gaps recorded: history compacted before it was captured, or the cluster's history restarted (restored from a snapshot)."),
 	}
 }
 

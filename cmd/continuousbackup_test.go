@@ -11,13 +11,17 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
@@ -99,17 +103,17 @@ func (a *agentRun) get(t testing.TB, path string) (int, []byte) {
 	return resp.StatusCode, body
 }
 
-func (a *agentRun) status(t testing.TB) continuousBackupStatus {
+func (a *agentRun) status(t testing.TB) continuous.Report {
 	t.Helper()
 	code, body := a.get(t, "/status")
 	if code != http.StatusOK {
 		t.Fatalf("/status: %d %s", code, body)
 	}
-	var s continuousBackupStatus
-	if err := json.Unmarshal(body, &s); err != nil {
+	s, err := continuous.ReadReport(bytes.NewReader(body))
+	if err != nil {
 		t.Fatalf("/status: %v: %s", err, body)
 	}
-	return s
+	return *s
 }
 
 func agentConfig(t *testing.T, endpoint string, store backup.Store) continuousBackupConfig {
@@ -158,7 +162,7 @@ func TestContinuousBackupAndPITR(t *testing.T) {
 	last := revs[len(revs)-1]
 	mid := revs[len(revs)/2]
 
-	var st continuousBackupStatus
+	var st continuous.Report
 	eventually(t, fmt.Sprintf("/status to reach revision %d", last), func() bool {
 		st = agent.status(t)
 		return st.NewestRevision >= last
@@ -347,7 +351,7 @@ func TestContinuousBackupPrunesOldChains(t *testing.T) {
 	}()
 	defer func() { stopWriter(); <-writer }()
 
-	var st continuousBackupStatus
+	var st continuous.Report
 	var metrics []byte
 	eventually(t, "old chains to be pruned", func() bool {
 		st = agent.status(t)
@@ -452,5 +456,105 @@ func TestInstallSelf(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Fatalf("the directory holds %d entries, want the binary alone", len(entries))
+	}
+}
+
+// TestStatusReportContract: what the agent serves at /status is what the operator reads (continuous.ReadReport,
+// as observeContinuousBackup decodes it), with the wire names an operator of another release decodes too
+// (the agent and the operator are rolled separately).
+func TestStatusReportContract(t *testing.T) {
+	oldest, newest := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC), time.Date(2026, 11, 28, 10, 0, 0, 0, time.FixedZone("CET", 3600))
+	detected := time.Date(2026, 11, 28, 9, 30, 0, 0, time.UTC)
+	a := &agent{cfg: continuousBackupConfig{Cluster: cbCluster, Namespace: cbNamespace, ClusterUID: cbUID},
+		location: "pvc://claim/team-a/source/continuous/", hasChain: true, retentionErr: "prune: access denied",
+		oldestRevision: 10, oldestTime: oldest, newestRevision: 500, newestTime: newest, chains: 2, catalogRead: true,
+		gaps: []continuous.Gap{{From: 200, To: 260, Reason: "compacted before it was captured", DetectedAt: detected}}}
+	srv := httptest.NewServer(a.handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("/status: %d %v", resp.StatusCode, err)
+	}
+
+	got, err := continuous.ReadReport(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := continuous.Report{ClusterUID: cbUID, Location: "pvc://claim/team-a/source/continuous/", Capturing: true,
+		OldestRevision: 10, OldestTime: oldest, NewestRevision: 500, NewestTime: newest.UTC(), Chains: 2, LastError: "prune: access denied",
+		Gaps: []continuous.ReportGap{{FromRevision: 200, ToRevision: 260, Reason: "compacted before it was captured", Time: detected}}}
+	if diff := cmp.Diff(want, *got); diff != "" {
+		t.Fatalf("the operator reads (-want +got):\n%s\nfrom %s", diff, body)
+	}
+
+	var wire map[string]any
+	if err := json.Unmarshal(body, &wire); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"clusterUID", "location", "capturing", "oldestRevision", "oldestTime", "newestRevision", "newestTime", "gaps", "chains", "lastError"} {
+		if _, ok := wire[k]; !ok {
+			t.Errorf("/status lacks %q: %s", k, body)
+		}
+	}
+	gap, _ := wire["gaps"].([]any)
+	if len(gap) != 1 {
+		t.Fatalf("/status gaps: %s", body)
+	}
+	for _, k := range []string{"fromRevision", "toRevision", "reason", "time"} {
+		if _, ok := gap[0].(map[string]any)[k]; !ok {
+			t.Errorf("/status gap lacks %q: %s", k, body)
+		}
+	}
+}
+
+// TestAgentMetricNames: the agent serves exactly the metrics continuous.MetricNames lists, which the
+// documentation and the query checks are held to.
+func TestAgentMetricNames(t *testing.T) {
+	descs := make(chan *prometheus.Desc, 64)
+	newAgentCollector(&agent{}).Describe(descs)
+	close(descs)
+	var got []string
+	for d := range descs {
+		name, _, _ := strings.Cut(strings.TrimPrefix(d.String(), `Desc{fqName: "`), `"`)
+		got = append(got, name)
+	}
+	slices.Sort(got)
+	want := continuous.MetricNames()
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("the agent describes %q, continuous.MetricNames lists %q", got, want)
+	}
+}
+
+// TestAgentForgetsAnEarlierHistory: once the capture begins a new history (the cluster was restored from a
+// snapshot), the report claims none of what the earlier history covered, and a catalog read before the new
+// history began does not bring it back.
+func TestAgentForgetsAnEarlierHistory(t *testing.T) {
+	a := &agent{cfg: continuousBackupConfig{Cluster: cbCluster, Namespace: cbNamespace, ClusterUID: cbUID}, retain: make(chan struct{}, 1)}
+	t0 := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+	started := func(m continuous.Manifest, stored int64, at time.Time) {
+		a.observe(continuous.Event{Kind: continuous.ChainStarted, Manifest: &m, Status: continuous.Status{ChainID: m.ChainID,
+			BaseRevision: m.BaseRevision, BaseTime: m.TakenAt, StoredRevision: stored, StoredTime: at}})
+	}
+	first := continuous.Manifest{ChainID: "00000000000000000010-aaaaaaaa", BaseRevision: 10, TakenAt: t0, History: "00000000000000000010-aaaaaaaa"}
+	started(first, 10, t0)
+	a.observe(continuous.Event{Kind: continuous.SegmentWritten, Status: continuous.Status{ChainID: first.ChainID, BaseRevision: 10, BaseTime: t0,
+		StoredRevision: 500, StoredTime: t0.Add(time.Hour)}})
+	if s := a.status(); s.OldestRevision != 10 || s.NewestRevision != 500 {
+		t.Fatalf("first history: %+v", s)
+	}
+
+	second := continuous.Manifest{ChainID: "00000000000000000080-bbbbbbbb", BaseRevision: 80, TakenAt: t0.Add(2 * time.Hour),
+		History: "00000000000000000080-bbbbbbbb", Reason: continuous.ReasonHistoryRestarted,
+		Gap: &continuous.Gap{From: 1, To: 79, Reason: "the cluster's history restarted"}}
+	started(second, 80, second.TakenAt)
+	a.observe(continuous.Event{Kind: continuous.GapRecorded, Gap: second.Gap})
+	if s := a.status(); s.OldestRevision != 80 || s.NewestRevision != 80 || !s.NewestTime.Equal(second.TakenAt) || len(s.Gaps) != 0 || a.gapsIn != 1 {
+		t.Fatalf("after the history restarted: %+v (gaps recorded %d); want only the new chain's coverage", s, a.gapsIn)
 	}
 }

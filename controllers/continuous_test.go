@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -28,11 +29,14 @@ type fakeAgent struct {
 	mu     sync.Mutex
 	report map[string]any
 	srv    *httptest.Server
+	// asked counts the reports served.
+	asked atomic.Int64
 }
 
 func newFakeAgent(report map[string]any) *fakeAgent {
 	a := &fakeAgent{report: report}
 	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		a.asked.Add(1)
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		_ = json.NewEncoder(w).Encode(a.report)
@@ -80,6 +84,12 @@ var _ = Describe("Continuous backup", func() {
 		Expect(args).To(ContainElements("continuous-backup", "--cluster-uid="+string(c.UID), "--segment-interval=10s",
 			"--full-snapshot-interval=24h0m0s", "--retain-for=168h0m0s", "--pvc-claim="+resources.BackupPVCName(c)))
 		Expect(k8sClient.Get(ctx, key(c.Namespace, resources.BackupPVCName(c)), &corev1.PersistentVolumeClaim{})).To(Succeed())
+		// Prometheus scrapes the agent's /metrics through a PodMonitor of its own.
+		agentMonitor := monitoringObject(c, resources.PodMonitorGVK, resources.ContinuousBackupPodMonitorName(c))
+		Eventually(func() error { return get(ctx, agentMonitor) }, timeout, interval).Should(Succeed())
+		Expect(agentMonitor.GetOwnerReferences()).To(ContainElement(HaveField("UID", c.UID)))
+		Expect(agentMonitor.Object["spec"]).To(HaveKeyWithValue("selector", HaveKeyWithValue("matchLabels", HaveKeyWithValue(resources.LabelComponent, resources.ComponentContinuousBackup))))
+		Expect(agentMonitor.Object["spec"]).To(HaveKeyWithValue("podMetricsEndpoints", ContainElement(HaveKeyWithValue("port", "status"))))
 
 		By("saying why there is no report while the agent's pod is missing")
 		Eventually(func(g Gomega) {
@@ -132,10 +142,61 @@ var _ = Describe("Continuous backup", func() {
 		Expect(k8sClient.Patch(ctx, c, patch)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(apierrors.IsNotFound(k8sClient.Get(ctx, key(c.Namespace, resources.ContinuousBackupName(c)), &appsv1.StatefulSet{}))).To(BeTrue())
+			g.Expect(apierrors.IsNotFound(get(ctx, monitoringObject(c, resources.PodMonitorGVK, resources.ContinuousBackupPodMonitorName(c))))).To(BeTrue())
 			g.Expect(get(ctx, c)).To(Succeed())
 			g.Expect(c.Status.ContinuousBackup).To(BeNil())
 			g.Expect(apimeta.FindStatusCondition(c.Status.Conditions, etcdv1beta1.ConditionContinuousBackup)).To(BeNil())
 		}, timeout, interval).Should(Succeed())
+	})
+
+	It("asks the agent once per health interval, and again when its pod changes, writing nothing at rest", func() {
+		c := newCluster(watchedNS)
+		c.Spec.Backup.Continuous = &etcdv1beta1.ContinuousBackupSpec{Enabled: true}
+		createAndSettle(ctx, c)
+		sts := &appsv1.StatefulSet{}
+		Eventually(func() error {
+			return k8sClient.Get(ctx, key(c.Namespace, resources.ContinuousBackupName(c)), sts)
+		}, timeout, interval).Should(Succeed())
+		agent := newFakeAgent(map[string]any{"clusterUID": string(c.UID), "location": "pvc://" + resources.BackupPVCName(c) + "/etcd-a/" + c.Name + "/continuous/",
+			"capturing": true, "oldestRevision": 10, "newestRevision": 500, "gaps": []any{}})
+		defer agent.srv.Close()
+		pod := startAgentPod(ctx, c, sts, agent.srv.URL)
+		Eventually(func(g Gomega) {
+			g.Expect(get(ctx, c)).To(Succeed())
+			g.Expect(c.Status.ContinuousBackup).NotTo(BeNil())
+			g.Expect(c.Status.ContinuousBackup.NewestRevision).To(BeEquivalentTo(500))
+		}, timeout, interval).Should(Succeed())
+
+		// The reconciles the agent's objects brought are over once status stops changing.
+		Eventually(func() bool {
+			rv := c.ResourceVersion
+			time.Sleep(time.Second)
+			return get(ctx, c) == nil && c.ResourceVersion == rv
+		}, timeout, interval).Should(BeTrue())
+		asked := agent.asked.Load()
+		agent.set("newestRevision", 600) // not seen before the answer is renewed
+		for round := range 3 {
+			writes.reset()
+			before := reconciles.Load()
+			// A merge patch of the annotation alone: an update would send the spec's durations back as
+			// "24h0m0s" where the API server stored its default "24h", a spec change.
+			patch := client.MergeFrom(c.DeepCopy())
+			c.Annotations = map[string]string{"test/round": fmt.Sprint(round)}
+			Expect(k8sClient.Patch(ctx, c, patch)).To(Succeed())
+			Eventually(reconciles.Load, timeout, interval).Should(BeNumerically(">", before))
+			Expect(writes.about(c.Name)).To(BeEmpty(), "steady-state reconcile %d wrote", round)
+		}
+		Expect(agent.asked.Load()).To(Equal(asked), "the health interval (30s here) has not passed: no reconcile asks the agent")
+		Expect(get(ctx, c)).To(Succeed())
+		Expect(c.Status.ContinuousBackup.NewestRevision).To(BeEquivalentTo(500))
+
+		By("asking again when the agent's pod changed")
+		touch(ctx, pod)
+		Eventually(func(g Gomega) {
+			g.Expect(get(ctx, c)).To(Succeed())
+			g.Expect(c.Status.ContinuousBackup.NewestRevision).To(BeEquivalentTo(600))
+		}, timeout, interval).Should(Succeed())
+		Expect(agent.asked.Load()).To(Equal(asked + 1))
 	})
 
 	It("refuses intervals outside their bounds at the API server", func() {

@@ -79,6 +79,8 @@ type EtcdClusterReconciler struct {
 	unchanged *noopCache
 	// recoveries remembers the NOSPACE recoveries under way (space.go).
 	recoveries recoveryMemory
+	// agentAnswers remembers each cluster's last answer from its continuous backup agent (continuous.go).
+	agentAnswers agentMemory
 	// metrics holds the clusters' series the manager's metrics endpoint serves (metrics.go); nil exports none.
 	metrics *clusterCollector
 	// podMonitors reads PodMonitors from the manager's cache where the API server serves the kind when the
@@ -154,11 +156,13 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.Get(ctx, req.NamespacedName, cluster); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.metrics.forget(req.NamespacedName)
+			r.agentAnswers.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !cluster.DeletionTimestamp.IsZero() {
 		r.metrics.forget(req.NamespacedName)
+		r.agentAnswers.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	// 1b. A cluster without a recorded TLS choice gets one first (settleTLS); the update brings it back.
@@ -197,6 +201,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.reconcileConfigMap,
 		r.reconcileServices,
 		r.reconcilePointInTimeRestore,
+		r.reconcileRecoveryReplay,
 		r.reconcileSnapshotServer,
 		r.reconcileStatefulSet,
 		r.reconcilePodDisruptionBudget,
@@ -278,14 +283,24 @@ func (r *EtcdClusterReconciler) requeueAfter(c *etcdv1beta1.EtcdCluster, obs obs
 	default:
 		after = r.healthInterval()
 	}
-	// A certificate due for renewal and the defragmentation schedule's next time: a second late, so the
-	// time has come when the reconcile looks.
-	for _, due := range []time.Time{nextRenewal(obs.tlsStatus), nextSweep(c, r.now())} {
+	// A certificate due for renewal, the defragmentation schedule's next time, the continuous backup
+	// agent's answer due for renewal and the end of a wait for a failed replay's report (failedJobReport): a
+	// second late, so the time has come when the reconcile looks.
+	for _, due := range []time.Time{nextRenewal(obs.tlsStatus), nextSweep(c, r.now()), agentAnswerDue(obs.continuousAt, r.healthInterval()),
+		obs.replay.reportDue, obs.restoreReportDue} {
 		if until := due.Sub(r.now()) + time.Second; !due.IsZero() && (after == 0 || until < after) {
 			after = max(until, time.Second)
 		}
 	}
 	return after
+}
+
+// agentAnswerDue is when the agent's answer taken at at is renewed (zero when the agent was not asked).
+func agentAnswerDue(at time.Time, interval time.Duration) time.Time {
+	if at.IsZero() {
+		return time.Time{}
+	}
+	return at.Add(interval)
 }
 
 // liveReader reads from the API server, not the cache (the client when no APIReader is set).
@@ -348,7 +363,7 @@ func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) (*builder.Ty
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Secret{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podOrJobPodToCluster)).
 		// A new revision of the member template can reach the cache after the StatefulSet's status naming it
 		// (podUpToDate reads both).
 		Watches(&appsv1.ControllerRevision{}, handler.EnqueueRequestsFromMapFunc(podToCluster)).
@@ -404,6 +419,24 @@ func (r *EtcdClusterReconciler) backupToRestoringClusters(ctx context.Context, o
 // cluster through the instance label.
 var podToCluster = componentToCluster(resources.ComponentEtcd, resources.ComponentContinuousBackup, resources.ComponentPointInTime,
 	resources.ComponentSnapshotServer)
+
+// podOrJobPodToCluster maps a pod as podToCluster does, and a pod its labels do not map through the Job that
+// controls it: a failed replay Job's reason waits for its pod's report (failedJobReport), and only the pod's
+// update can end that wait, whatever labels the pod carries.
+func (r *EtcdClusterReconciler) podOrJobPodToCluster(ctx context.Context, o client.Object) []reconcile.Request {
+	if reqs := podToCluster(ctx, o); len(reqs) > 0 {
+		return reqs
+	}
+	owner := metav1.GetControllerOf(o)
+	if owner == nil || owner.Kind != "Job" || owner.APIVersion != batchv1.SchemeGroupVersion.String() {
+		return nil
+	}
+	job := &batchv1.Job{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: o.GetNamespace(), Name: owner.Name}, job); err != nil || job.UID != owner.UID {
+		return nil
+	}
+	return backupJobToCluster(ctx, job)
+}
 
 // componentToCluster maps an object of one of a cluster's components to the cluster named by its instance
 // label.

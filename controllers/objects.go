@@ -43,10 +43,41 @@ func (r *EtcdClusterReconciler) reconcileConfigMap(ctx context.Context, s *recon
 	if err := r.confirmForcing(ctx, c, s.obs.forcing, cfg.ForceNewCluster); err != nil {
 		return err
 	}
+	if err := r.keepRecordedFallback(ctx, c, cfg, s.obs.restoring); err != nil {
+		return err
+	}
 	desired := resources.ConfigMap(c, memberConfig(c, cfg, s.obs.urls))
 	changed, err := applyIfChanged(ctx, r.objects(), &corev1.ConfigMap{}, desired, corev1ac.ExtractConfigMap)
 	s.applied.add(ctx, changed, "ConfigMap", resources.ConfigMapName(c))
+	// Announced by the write that records it: a reconcile planned from a cache that lags that write
+	// decides it again, and writes nothing.
+	if why := newFallback(s.obs.restoring, cfg.Restore); err == nil && changed && why != "" {
+		// More writes are lost than the continuous backup would have lost: a warning a human should read.
+		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, ReasonRecoveryFallback, "QuorumRecovery",
+			"restoring the newest full backup %s (revision %d), not the continuous backup: %s", cfg.Restore.Location, cfg.Restore.Revision, why)
+	}
 	return err
+}
+
+// keepRecordedFallback: a recovery's fallback to the newest full backup, once recorded, is its decision.
+// Planned from a cache that lags that write, a later reconcile decides it again, possibly for another
+// reason (the replay's report arriving after the wait for it ended): the record the API server holds stays,
+// and this reconcile carries it on.
+func (r *EtcdClusterReconciler) keepRecordedFallback(ctx context.Context, c *etcdv1beta1.EtcdCluster, cfg *membership.Config, cached *membership.RestoreRecovery) error {
+	if newFallback(cached, cfg.Restore) == "" {
+		return nil
+	}
+	cm := &corev1.ConfigMap{}
+	switch err := r.liveReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.ConfigMapName(c)}, cm); {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read the members' configuration before recording a fallback: %w", err)
+	}
+	if live := resources.RestoreRecoveryOf(cm.Data); live != nil && live.ID == cfg.Restore.ID && live.Fallback != "" {
+		cfg.Restore = live
+	}
+	return nil
 }
 
 // confirmForcing checks a forced start's instruction against the configuration the API server holds
@@ -218,6 +249,7 @@ func (r *EtcdClusterReconciler) reconcileNetworkPolicy(ctx context.Context, s *r
 }
 
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=podmonitors;prometheusrules,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=podmonitors,verbs=delete
 
 // reconcilePodMonitor applies the cluster's PodMonitor where the API server serves prometheus-operator's
 // PodMonitor kind (r.podMonitors, found when the controller starts); elsewhere the members' metrics are
@@ -226,7 +258,34 @@ func (r *EtcdClusterReconciler) reconcilePodMonitor(ctx context.Context, s *reco
 	if r.podMonitors == nil {
 		return nil
 	}
-	return r.applyMonitoringObject(ctx, s, r.podMonitors, resources.PodMonitor(s.cluster))
+	if err := r.applyMonitoringObject(ctx, s, r.podMonitors, resources.PodMonitor(s.cluster)); err != nil {
+		return err
+	}
+	// The continuous backup agent's, while it runs.
+	agent := resources.ContinuousBackupPodMonitor(s.cluster)
+	if continuousEnabled(s.cluster) {
+		return r.applyMonitoringObject(ctx, s, r.podMonitors, agent)
+	}
+	return r.deleteMonitoringObject(ctx, s.cluster, r.podMonitors, agent, "spec.backup.continuous.enabled is false")
+}
+
+// deleteMonitoringObject deletes the cluster's prometheus-operator object like obj (its kind and name), found
+// in reader's metadata cache, when the cluster controls it; a kind no longer served is not an error.
+func (r *EtcdClusterReconciler) deleteMonitoringObject(ctx context.Context, c *etcdv1beta1.EtcdCluster, reader client.Reader, obj *unstructured.Unstructured, why string) error {
+	cached := &metav1.PartialObjectMetadata{}
+	cached.SetGroupVersionKind(obj.GroupVersionKind())
+	err := reader.Get(ctx, client.ObjectKeyFromObject(obj), cached)
+	if err == nil && metav1.IsControlledBy(cached, c) {
+		uid := cached.GetUID()
+		r.unchanged.forget(obj.GetKind() + "/" + client.ObjectKeyFromObject(obj).String())
+		if err = r.Delete(ctx, cached, client.Preconditions{UID: &uid}); err == nil {
+			r.Recorder.Eventf(c, cached, corev1.EventTypeNormal, ReasonDeleted, "Delete", "%s %s deleted: %s", obj.GetKind(), obj.GetName(), why)
+		}
+	}
+	if err == nil || apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return nil
+	}
+	return fmt.Errorf("delete %s %s: %w", obj.GetKind(), obj.GetName(), err)
 }
 
 // reconcilePrometheusRule applies the cluster's alerting rules (config/prometheus/alerts.yaml, confined to

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
+	"github.com/seedops/etcd-operator/internal/backup/continuous"
 	"github.com/seedops/etcd-operator/internal/etcd"
 	"github.com/seedops/etcd-operator/internal/membergate"
 	"github.com/seedops/etcd-operator/internal/membership"
@@ -75,12 +76,16 @@ type observation struct {
 	restore       *resources.RestoreSource
 	restoreWait   string
 	restoreFailed string
+	// restoreReportDue: the point-in-time Job failed, and its pods' reports of why are awaited until then.
+	restoreReportDue time.Time
 	// snapshotServerWait says why members restoring from a claim wait for its snapshot server ("" when
 	// it serves or there is none).
 	snapshotServerWait string
-	// continuous is the continuous backup agent's report, or continuousProblem why there is none.
-	continuous        *agentReport
+	// continuous is the continuous backup agent's report, or continuousProblem why there is none;
+	// continuousAt is when the agent said so (zero when it was not asked).
+	continuous        *continuous.Report
 	continuousProblem string
+	continuousAt      time.Time
 	// backups are the cluster's finished backup Jobs whose results status has not reported yet.
 	backups []backupRun
 	// authEnabled is whether etcd authentication is on (nil: not known).
@@ -93,6 +98,12 @@ type observation struct {
 	// recoveryBackups the snapshots such a recovery can restore (recovery.go).
 	restoring       *membership.RestoreRecovery
 	recoveryBackups []recoveryBackup
+	// continuousPoint is the newest point of the cluster's continuous backup such a recovery can replay
+	// (nil with continuousPointProblem saying why, while the spec recovers from a backup and continuous
+	// backup is on), and replay what became of the recorded recovery's replay Job.
+	continuousPoint        *membership.Backup
+	continuousPointProblem string
+	replay                 replayState
 	// alarms are etcd's active alarms (nil when etcd could not list them).
 	alarms []etcd.Alarm
 	// tls is the cluster's CA and certificates; tlsStatus what status reports of them.
@@ -236,7 +247,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta1.Etcd
 	obs.restoreFailed = resources.RestoreFailure(obs.pods)
 	if b := c.Spec.Bootstrap; b != nil && b.FromBackup != nil && b.FromBackup.PointInTime != nil {
 		var failed string
-		if obs.restore, obs.restoreWait, failed, err = r.pointInTimeSource(ctx, c); err != nil {
+		if obs.restore, obs.restoreWait, failed, obs.restoreReportDue, err = r.pointInTimeSource(ctx, c); err != nil {
 			return obs, err
 		}
 		if failed != "" {
@@ -252,7 +263,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta1.Etcd
 	if obs.snapshotServerWait, err = r.observeSnapshotServer(ctx, c); err != nil {
 		return obs, err
 	}
-	obs.continuous, obs.continuousProblem = r.observeContinuousBackup(ctx, c)
+	obs.continuous, obs.continuousProblem, obs.continuousAt = r.observeContinuousBackup(ctx, c)
 	if obs.backups, err = r.observeBackups(ctx, c); err != nil {
 		return obs, err
 	}
@@ -285,6 +296,12 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta1.Etcd
 		return obs, err
 	}
 	if obs.recoveryBackups, err = r.recoveryBackups(ctx, c, obs.restoring); err != nil {
+		return obs, err
+	}
+	if c.Spec.Recovery.QuorumLoss == etcdv1beta1.QuorumLossFromBackup {
+		obs.continuousPoint, obs.continuousPointProblem = continuousRecoveryPoint(c, obs.continuous, obs.continuousProblem)
+	}
+	if obs.replay, err = r.observeRecoveryReplay(ctx, c, obs.restoring); err != nil {
 		return obs, err
 	}
 	claims := &corev1.PersistentVolumeClaimList{}
@@ -651,21 +668,26 @@ func (obs observation) planInput(c *etcdv1beta1.EtcdCluster, now time.Time, heal
 // what the members that still answer say of themselves.
 func (obs observation) recoveryInput(c *etcdv1beta1.EtcdCluster) membership.Recovery {
 	rc := membership.Recovery{
-		FromSurvivor: c.Spec.Recovery.QuorumLoss == etcdv1beta1.QuorumLossFromSurvivor,
-		FromBackup:   c.Spec.Recovery.QuorumLoss == etcdv1beta1.QuorumLossFromBackup,
-		Backup:       newestBackup(obs.recoveryBackups),
-		After:        defaultRecoveryAfter,
-		Survivors:    map[int]membership.Survivor{},
-		Forcing:      obs.forcing,
-		Restoring:    obs.restoring,
+		FromSurvivor:      c.Spec.Recovery.QuorumLoss == etcdv1beta1.QuorumLossFromSurvivor,
+		FromBackup:        c.Spec.Recovery.QuorumLoss == etcdv1beta1.QuorumLossFromBackup,
+		Backup:            newestBackup(obs.recoveryBackups),
+		Continuous:        obs.continuousPoint,
+		ContinuousProblem: obs.continuousPointProblem,
+		After:             defaultRecoveryAfter,
+		Survivors:         map[int]membership.Survivor{},
+		Forcing:           obs.forcing,
+		Restoring:         obs.restoring,
 	}
 	if a := c.Spec.Recovery.After; a != nil {
 		rc.After = a.Duration
 	}
+	if obs.restoring != nil && obs.replay.id == obs.restoring.ID {
+		rc.ReplayFailed = obs.replay.failed
+	}
 	if obs.statefulSet != nil {
 		rc.TemplateGateHolds = gateHoldsForRecovery(&obs.statefulSet.Spec.Template.Spec)
-		rc.TemplateRestores = restoreRecoveryOf(&obs.statefulSet.Spec.Template.Spec)
 	}
+	rc.TemplateRestores = obs.templateRestores()
 	if avail := meta.FindStatusCondition(c.Status.Conditions, etcdv1beta1.ConditionAvailable); avail != nil &&
 		avail.Status == metav1.ConditionFalse && avail.Reason == ReasonQuorumLost {
 		rc.LostSince = avail.LastTransitionTime.Time
@@ -687,6 +709,14 @@ func (obs observation) recoveryInput(c *etcdv1beta1.EtcdCluster) membership.Reco
 		}
 	}
 	return rc
+}
+
+// templateRestores is the recovery the members' template restores for ("" for none).
+func (obs observation) templateRestores() string {
+	if obs.statefulSet == nil {
+		return ""
+	}
+	return restoreRecoveryOf(&obs.statefulSet.Spec.Template.Spec)
 }
 
 // defaultRecoveryAfter is spec.recovery.after's default (the CRD sets it; this covers objects stored before).

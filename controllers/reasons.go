@@ -54,6 +54,9 @@ const (
 	// ReasonQuorumRecovery: a step of quorum-loss recovery; ReasonQuorumRecovered: the survivor runs alone.
 	ReasonQuorumRecovery  = "QuorumRecovery"
 	ReasonQuorumRecovered = "QuorumRecovered"
+	// ReasonRecoveryFallback: a recovery from a backup restores the newest full backup, not the newer
+	// continuous backup (the agent reports no usable coverage, or the replay failed).
+	ReasonRecoveryFallback = "RecoveryFallback"
 
 	// Maintenance steps (events; internal/maintenance names them).
 	ReasonCompacted     = maintenance.Compacted

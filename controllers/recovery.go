@@ -161,6 +161,9 @@ func (s *reconcileScope) recoveryRecord() *membership.RestoreRecovery {
 // else the bootstrap's until every member restored it.
 func (s *reconcileScope) templateRestore() *resources.RestoreSource {
 	if rec := s.recoveryRecord(); rec != nil {
+		if rec.Replay {
+			return replaySource(s.cluster, *rec, s.obs.replay, s.obs.templateRestores())
+		}
 		return recoverySource(s.obs.recoveryBackups, *rec)
 	}
 	return restoreInTemplate(s.cluster, s.obs.restore)
@@ -175,9 +178,18 @@ func finishedRecovery(obs observation, d membership.Decision, now time.Time) *et
 	switch {
 	case obs.restoring != nil && d.Config.Restore == nil:
 		return &etcdv1beta1.RecoveryStatus{Strategy: etcdv1beta1.QuorumLossFromBackup, Time: metav1.NewTime(now),
-			Source: obs.restoring.Location, Revision: obs.restoring.Revision}
+			Source: obs.restoring.Location, Revision: obs.restoring.Revision, Fallback: obs.restoring.Fallback}
 	case obs.forcing != nil && d.Config.ForceNewCluster == nil:
 		return &etcdv1beta1.RecoveryStatus{Strategy: etcdv1beta1.QuorumLossFromSurvivor, Time: metav1.NewTime(now), Source: obs.forcing.Member}
 	}
 	return nil
+}
+
+// newFallback is the fallback to the newest full backup that the configuration about to be written records
+// and the one observed does not ("" for none): said once, in an event, when it is decided.
+func newFallback(observed, writing *membership.RestoreRecovery) string {
+	if writing == nil || writing.Fallback == "" || observed != nil && observed.ID == writing.ID && observed.Fallback == writing.Fallback {
+		return ""
+	}
+	return writing.Fallback
 }

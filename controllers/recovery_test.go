@@ -65,6 +65,9 @@ func TestFinishedRecovery(t *testing.T) {
 	}{
 		{"restore ends", observation{reachable: true, restoring: rec}, membership.Decision{Config: ordinary},
 			&etcdv1beta1.RecoveryStatus{Strategy: etcdv1beta1.QuorumLossFromBackup, Time: metav1.NewTime(now), Source: rec.Location, Revision: 7}},
+		{"a fallback's reason is kept", observation{reachable: true, restoring: &membership.RestoreRecovery{ID: "restore-1", Location: rec.Location, Revision: 7, Fallback: "the replay failed"}},
+			membership.Decision{Config: ordinary},
+			&etcdv1beta1.RecoveryStatus{Strategy: etcdv1beta1.QuorumLossFromBackup, Time: metav1.NewTime(now), Source: rec.Location, Revision: 7, Fallback: "the replay failed"}},
 		{"restore continues", observation{reachable: true, restoring: rec}, membership.Decision{Config: &membership.Config{Restore: rec}}, nil},
 		{"etcd not answering", observation{restoring: rec}, membership.Decision{Config: ordinary}, nil},
 		{"configuration left as it is", observation{reachable: true, restoring: rec}, membership.Decision{}, nil},

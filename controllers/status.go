@@ -234,6 +234,16 @@ func newStatusFacts(c *etcdv1beta1.EtcdCluster, obs observation, d membership.De
 	return f
 }
 
+// withFallback adds to msg why a recovery from a backup restores the newest full backup and not the
+// continuous backup, unless msg says so already: for as long as the recovery lasts, not only in the
+// reconcile that decided it.
+func withFallback(msg string, d membership.Decision) string {
+	if d.Config == nil || d.Config.Restore == nil || d.Config.Restore.Fallback == "" || strings.Contains(msg, d.Config.Restore.Fallback) {
+		return msg
+	}
+	return msg + "; the recovery restores the newest full backup, not the continuous backup: " + d.Config.Restore.Fallback
+}
+
 // reportedQuorum: status has reported the cluster's quorum, healthy or lost, before.
 func reportedQuorum(c *etcdv1beta1.EtcdCluster) bool {
 	prev := meta.FindStatusCondition(c.Status.Conditions, etcdv1beta1.ConditionAvailable)
@@ -266,7 +276,7 @@ func progressingCondition(f statusFacts, currentVersion string) conditionState {
 	switch {
 	// Before a failed restore: a member that gave up on an absent server fails for the server's reason.
 	case obs.snapshotServerWait != "":
-		return conditionState{metav1.ConditionTrue, ReasonWaitingForSnapshotServer, obs.snapshotServerWait}
+		return conditionState{metav1.ConditionTrue, ReasonWaitingForSnapshotServer, withFallback(obs.snapshotServerWait, d)}
 	case obs.restoreFailed != "":
 		return conditionState{metav1.ConditionFalse, ReasonRestoreFailed, obs.restoreFailed}
 	case obs.restoreWait != "" && obs.statefulSet == nil:
@@ -295,7 +305,7 @@ func progressingCondition(f statusFacts, currentVersion string) conditionState {
 	case d.Phase == membership.PhaseWaiting:
 		return conditionState{metav1.ConditionTrue, ReasonWaiting, d.Message}
 	case d.Phase == membership.PhaseRecovering:
-		return conditionState{metav1.ConditionTrue, ReasonRecovering, d.Message}
+		return conditionState{metav1.ConditionTrue, ReasonRecovering, withFallback(d.Message, d)}
 	case len(f.applied) > 0:
 		return conditionState{metav1.ConditionTrue, ReasonApplying, "applied " + strings.Join(f.applied, ", ") + "; waiting for the members to follow"}
 	case int32(len(obs.pods)) != c.Spec.Replicas:

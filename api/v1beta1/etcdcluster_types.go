@@ -705,11 +705,16 @@ type RecoveryStatus struct {
 	// Time is when the cluster answered again with the recovery done.
 	Time metav1.Time `json:"time"`
 	// Source is the member the cluster was rebuilt from (FromSurvivor), or the snapshot's location
-	// (FromBackup).
+	// (FromBackup): a full backup's, or the cluster's continuous backup's, replayed to Revision.
 	Source string `json:"source"`
 	// Revision is the etcd revision the restored snapshot holds (FromBackup): every write after it is lost.
 	// +optional
 	Revision int64 `json:"revision,omitempty"`
+	// Fallback says why a cluster with continuous backup was restored from its newest full backup instead
+	// of its continuous backup's newest revision (FromBackup): the agent reported no usable coverage, or
+	// the replay failed. Empty when the newest point available was restored.
+	// +optional
+	Fallback string `json:"fallback,omitempty"`
 }
 
 // EtcdClusterStatus is the observed state of an etcd cluster.

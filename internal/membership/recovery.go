@@ -17,6 +17,13 @@ type Recovery struct {
 	FromBackup bool
 	// Backup is the newest backup of the cluster that a restore can read (nil when there is none).
 	Backup *Backup
+	// Continuous is the newest point of the cluster's continuous backup a replay can restore (Replay; nil
+	// when there is none), and ContinuousProblem why there is none while the cluster has one.
+	Continuous        *Backup
+	ContinuousProblem string
+	// ReplayFailed says why the replay of the recorded recovery's continuous backup failed ("" while it
+	// runs, once it succeeded, or when there is none).
+	ReplayFailed string
 	// Restoring is the configuration's record of a restore from a backup under way (nil when none).
 	Restoring *RestoreRecovery
 	// TemplateRestores is the recovery the members' pod template restores for ("" for none).

@@ -140,3 +140,131 @@ func TestRestoreRecoveryConfiguration(t *testing.T) {
 		t.Fatalf("restored: %+v %+v (%q); want the ordinary configuration back and no step", done.Action, done.Config, done.Message)
 	}
 }
+
+// continuousPoint is the newest point of the cluster's continuous backup, newer than lostForBackup's
+// full backup.
+var continuousPoint = Backup{Location: "pvc://c-backups/ns/c/continuous/", Revision: 97, Replay: true}
+
+// TestRestoreChoice: a recovery restores the continuous backup's newest point when it is newer than the
+// newest full backup, and says why it restores the full backup when the continuous backup cannot be used.
+func TestRestoreChoice(t *testing.T) {
+	full := &Backup{Location: "pvc://c-backups/ns/c/scheduled/c-r42.db", Revision: 42}
+	older := continuousPoint
+	older.Revision = 42
+	for _, tc := range []struct {
+		name         string
+		rc           Recovery
+		want         *Backup
+		wantFallback string
+	}{
+		{"continuous newer", Recovery{Backup: full, Continuous: &continuousPoint}, &continuousPoint, ""},
+		{"continuous only", Recovery{Continuous: &continuousPoint}, &continuousPoint, ""},
+		{"full backup as new: no replay, no fallback", Recovery{Backup: full, Continuous: &older}, full, ""},
+		{"continuous unusable: the full backup, saying why", Recovery{Backup: full, ContinuousProblem: "no coverage yet"}, full, "no coverage yet"},
+		{"no continuous backup", Recovery{Backup: full}, full, ""},
+		{"nothing", Recovery{ContinuousProblem: "no coverage yet"}, nil, ""},
+	} {
+		got, fallback := restoreChoice(tc.rc)
+		if got != tc.want || fallback != tc.wantFallback {
+			t.Errorf("%s: %+v, %q; want %+v, %q", tc.name, got, fallback, tc.want, tc.wantFallback)
+		}
+	}
+}
+
+// replaying is lostForBackup with its continuous backup's newest point recorded as the recovery, the
+// members' template not restoring it yet.
+func replaying(failed string) (Observed, RestoreRecovery) {
+	o := lostForBackup(time.Hour)
+	rec := RestoreRecovery{ID: RestoreRecoveryID(now.Add(-time.Minute)), Location: continuousPoint.Location, Revision: 97, Replay: true}
+	o.Recovery.Continuous, o.Recovery.Restoring, o.Recovery.ReplayFailed = &continuousPoint, &rec, failed
+	return o, rec
+}
+
+func TestQuorumLossRecoveryFromContinuousBackup(t *testing.T) {
+	runPlanCases(t, []planCase{
+		{name: "past the window: the replay is recorded, and nothing restarts",
+			in: func() Observed {
+				o := lostForBackup(5 * time.Minute)
+				o.Recovery.Continuous = &continuousPoint
+				return o
+			}(),
+			replicas: 3, phase: PhaseRecovering,
+			message: "restoring every member from the continuous backup at pvc://c-backups/ns/c/continuous/ replayed to revision 97 (its newest)"},
+		{name: "the continuous backup unusable: the full backup, saying why",
+			in: func() Observed {
+				o := lostForBackup(5 * time.Minute)
+				o.Recovery.ContinuousProblem = "the continuous backup agent reports no coverage yet"
+				return o
+			}(),
+			replicas: 3, phase: PhaseRecovering,
+			message: "(revision 42), the newest full backup, not the continuous backup: the continuous backup agent reports no coverage yet"},
+		{name: "no backup at all: says why the continuous backup cannot be replayed either",
+			in: func() Observed {
+				o := lostForBackup(5 * time.Minute)
+				o.Recovery.Backup, o.Recovery.ContinuousProblem = nil, "the agent is not ready"
+				return o
+			}(),
+			replicas: 3, phase: PhaseWaiting, message: "the continuous backup cannot be replayed: the agent is not ready"},
+		{name: "replaying: no pod restarts before the snapshot is stored and verified",
+			in:       func() Observed { o, _ := replaying(""); return o }(),
+			replicas: 3, phase: PhaseRecovering, message: "no member restarts before it is stored and verified"},
+		{name: "the replay failed: the full backup instead, saying why",
+			in:       func() Observed { o, _ := replaying("chain damaged"); return o }(),
+			replicas: 3, phase: PhaseRecovering,
+			message: "the newest full backup, not the continuous backup: replaying the continuous backup at pvc://c-backups/ns/c/continuous/ to revision 97 failed: chain damaged"},
+		{name: "the replay failed and there is no full backup: a human's turn",
+			in: func() Observed {
+				o, _ := replaying("chain damaged")
+				o.Recovery.Backup = nil
+				return o
+			}(),
+			replicas: 3, phase: PhaseRecovering, message: "failed (chain damaged), and no full backup of this cluster is known to restore instead"},
+		{name: "the replay succeeded and the template restores it: members restart onto it",
+			in: func() Observed {
+				o, rec := replaying("")
+				o.Recovery.TemplateRestores = rec.ID
+				return o
+			}(),
+			action: ActionDeletePod, ordinal: 0, replicas: 3, phase: PhaseRecovering, message: "restarting member 0 to restore pvc://c-backups/ns/c/continuous/"},
+		{name: "a template that restores the replay is never switched to the full backup",
+			in: func() Observed {
+				o, rec := replaying("a later Job failed")
+				o.Recovery.TemplateRestores = rec.ID
+				return o
+			}(),
+			action: ActionDeletePod, ordinal: 0, replicas: 3, phase: PhaseRecovering, message: "restarting member 0 to restore pvc://c-backups/ns/c/continuous/"},
+	})
+}
+
+// TestReplayRecoveryConfiguration: the configuration records the replay, then, when it failed, the full
+// backup under the same recovery (no member restored for it), with why.
+func TestReplayRecoveryConfiguration(t *testing.T) {
+	o := lostForBackup(time.Hour)
+	o.Recovery.Continuous = &continuousPoint
+	d := Plan(o)
+	want := RestoreRecovery{ID: RestoreRecoveryID(now), Location: continuousPoint.Location, Revision: 97, Replay: true}
+	if d.Config == nil || d.Config.Restore == nil || *d.Config.Restore != want || d.Action.Type != ActionNone {
+		t.Fatalf("config %+v, action %s: want the replay %+v recorded and no step", d.Config, d.Action.Type, want)
+	}
+
+	o, rec := replaying("")
+	if again := Plan(o); again.Config == nil || again.Config.Restore == nil || *again.Config.Restore != rec {
+		t.Fatalf("config %+v: a replay under way keeps its record", again.Config)
+	}
+
+	o, rec = replaying("chain damaged")
+	fb := Plan(o)
+	if fb.Config == nil || fb.Config.Restore == nil {
+		t.Fatalf("config %+v: want the fallback recorded", fb.Config)
+	}
+	got := *fb.Config.Restore
+	if got.ID != rec.ID || got.Replay || got.Location != "pvc://c-backups/ns/c/scheduled/c-r42.db" || got.Revision != 42 ||
+		!strings.Contains(got.Fallback, "to revision 97 failed: chain damaged") || fb.Action.Type != ActionNone {
+		t.Fatalf("fallback %+v, action %s: want the full backup under %s, saying why, no step yet", got, fb.Action.Type, rec.ID)
+	}
+	// Recorded: the next look continues it (the template restores the full backup, then pods restart).
+	o.Recovery.Restoring, o.Recovery.TemplateRestores = &got, got.ID
+	if next := Plan(o); next.Config.Restore == nil || *next.Config.Restore != got || next.Action.Type != ActionDeletePod {
+		t.Fatalf("after the fallback: %+v, %s; want the fallback kept and member 0 restarted", next.Config.Restore, next.Action.Type)
+	}
+}

@@ -36,11 +36,15 @@ type MemberConfig struct {
 }
 
 // The record of a recovery from a backup in the members' configuration: its name, the snapshot and its
-// revision. Members do not act on it (their pods' restore step and gate carry the recovery's name).
+// revision, whether a continuous backup is replayed into that snapshot first, and why a full backup is
+// restored in its place. Members do not act on it (their pods' restore step and gate carry the recovery's
+// name).
 const (
 	restoreRecoveryID       = "RESTORE_RECOVERY"
 	restoreRecoveryFrom     = "RESTORE_RECOVERY_FROM"
 	restoreRecoveryRevision = "RESTORE_RECOVERY_REVISION"
+	restoreRecoveryReplay   = "RESTORE_RECOVERY_REPLAY"
+	restoreRecoveryFallback = "RESTORE_RECOVERY_FALLBACK"
 )
 
 // RestoreRecoveryOf reads a recovery from a backup back from the members' configuration (nil when there
@@ -51,7 +55,8 @@ func RestoreRecoveryOf(data map[string]string) *membership.RestoreRecovery {
 		return nil
 	}
 	rev, _ := strconv.ParseInt(data[restoreRecoveryRevision], 10, 64)
-	return &membership.RestoreRecovery{ID: id, Location: data[restoreRecoveryFrom], Revision: rev}
+	return &membership.RestoreRecovery{ID: id, Location: data[restoreRecoveryFrom], Revision: rev,
+		Replay: data[restoreRecoveryReplay] == "true", Fallback: data[restoreRecoveryFallback]}
 }
 
 // ForceNewClusterOf reads a quorum-loss recovery's instruction back from the members' configuration (nil
@@ -100,6 +105,12 @@ func configData(c *etcdv1beta1.EtcdCluster, mc MemberConfig) map[string]string {
 		data[restoreRecoveryID] = r.ID
 		data[restoreRecoveryFrom] = r.Location
 		data[restoreRecoveryRevision] = strconv.FormatInt(r.Revision, 10)
+		if r.Replay {
+			data[restoreRecoveryReplay] = "true"
+		}
+		if r.Fallback != "" {
+			data[restoreRecoveryFallback] = r.Fallback
+		}
 	}
 	if TLSEnabled(c) {
 		maps.Copy(data, tlsConfigEnv(c))

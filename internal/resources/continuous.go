@@ -2,6 +2,7 @@ package resources
 
 import (
 	"fmt"
+	"hash/fnv"
 	"path"
 	"strconv"
 	"time"
@@ -17,6 +18,7 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
+	"github.com/seedops/etcd-operator/internal/backup"
 )
 
 // The continuous backup agent and the point-in-time restore Job.
@@ -28,6 +30,11 @@ const (
 	ContinuousBackupPort = 8080
 	// PointInTimeContainerName is the container whose termination message carries the restore's result.
 	PointInTimeContainerName = "point-in-time-restore"
+	// LabelRecovery, on a point-in-time Job of a quorum-loss recovery, names the recovery.
+	LabelRecovery = "etcd.seedops.io/recovery"
+	// continuousKind is the folder of a cluster's continuous backup under its destination's prefix (as the
+	// agent stores it: cmd/continuousbackup.go).
+	continuousKind = "continuous"
 
 	toolsMountPath = "/tools"
 	workMountPath  = "/work"
@@ -52,6 +59,39 @@ func PointInTimeKey(c *etcdv1beta1.EtcdCluster, d etcdv1beta1.BackupDestination)
 		prefix = d.S3.Prefix
 	}
 	return path.Join(prefix, c.Namespace, c.Name, "point-in-time", c.Name+"-"+string(c.UID)+".db")
+}
+
+// PointInTimeRecoveryJobName is the Job that replays the cluster's own continuous backup for quorum-loss
+// recovery id: one per recovery (a later one never finds an earlier one's Job), and at most 59 characters
+// (cluster names have up to 45; its pods carry job-name=<name>).
+func PointInTimeRecoveryJobName(c *etcdv1beta1.EtcdCluster, id string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return fmt.Sprintf("%s-pitr-%08x", c.Name, h.Sum32())
+}
+
+// PointInTimeRecoveryKey is where the Job of quorum-loss recovery id stores its snapshot: beside the
+// bootstrap's, named after the recovery, so that a later recovery never restores an earlier one's file.
+func PointInTimeRecoveryKey(c *etcdv1beta1.EtcdCluster, d etcdv1beta1.BackupDestination, id string) string {
+	return path.Join(path.Dir(PointInTimeKey(c, d)), c.Name+"-"+string(c.UID)+"-"+id+".db")
+}
+
+// ContinuousBackupKey is the full key prefix under which the agent stores c's continuous backup in its
+// destination (BackupDestination(c, nil)), as bootstrap.fromBackup.key takes it.
+func ContinuousBackupKey(c *etcdv1beta1.EtcdCluster) string {
+	prefix := ""
+	if d := BackupDestination(c, nil); d.S3 != nil {
+		prefix = d.S3.Prefix
+	}
+	return backup.ClusterPrefix(prefix, c.Namespace, c.Name, continuousKind)
+}
+
+// Location is the address of key in destination d, as stores and status report it.
+func Location(d etcdv1beta1.BackupDestination, key string) string {
+	if d.S3 != nil {
+		return "s3://" + d.S3.Bucket + "/" + key
+	}
+	return "pvc://" + d.PVC.ClaimName + "/" + key
 }
 
 // durationArg is flag=d, or flag=def when d is unset (the API server defaults it; objects stored before the
@@ -123,11 +163,27 @@ func ContinuousBackupStatefulSet(c *etcdv1beta1.EtcdCluster, o Options) *appsv1a
 // etcd image (the replay starts a temporary etcd), with the operator binary copied in by an init container.
 func PointInTimeJob(c *etcdv1beta1.EtcdCluster, src etcdv1beta1.BackupSource, o Options) *batchv1ac.JobApplyConfiguration {
 	d := etcdv1beta1.BackupDestination{PVC: src.PVC, S3: src.S3}
+	return pointInTimeJob(c, PointInTimeJobName(c), Labels(c, ComponentPointInTime), d, src.Key, PointInTimeKey(c, d), *src.PointInTime, o)
+}
+
+// PointInTimeRecoveryJob replays the cluster's own continuous backup to revision, for quorum-loss recovery
+// id, into PointInTimeRecoveryKey: the members restore that snapshot once the Job has stored and verified
+// it. The cluster's UID picks its chains (a deleted namesake's may share the prefix).
+func PointInTimeRecoveryJob(c *etcdv1beta1.EtcdCluster, id string, revision int64, o Options) *batchv1ac.JobApplyConfiguration {
+	d := BackupDestination(c, nil)
 	labels := Labels(c, ComponentPointInTime)
+	labels[LabelRecovery] = id
+	return pointInTimeJob(c, PointInTimeRecoveryJobName(c, id), labels, d, ContinuousBackupKey(c), PointInTimeRecoveryKey(c, d, id),
+		etcdv1beta1.PointInTime{Revision: revision, ClusterUID: string(c.UID)}, o)
+}
+
+// pointInTimeJob is the Job, named name, that replays the continuous backup at prefix in d to pit and stores the
+// snapshot at outKey.
+func pointInTimeJob(c *etcdv1beta1.EtcdCluster, name string, labels map[string]string, d etcdv1beta1.BackupDestination, prefix, outKey string,
+	pit etcdv1beta1.PointInTime, o Options) *batchv1ac.JobApplyConfiguration {
 	labels[LabelClusterUID] = string(c.UID)
-	pit := src.PointInTime
-	args := []string{"pitr", "--cluster=" + c.Name, "--namespace=" + c.Namespace, "--prefix=" + src.Key,
-		"--out-key=" + PointInTimeKey(c, d), "--etcd=/usr/local/bin/etcd", "--work-dir=" + workMountPath}
+	args := []string{"pitr", "--cluster=" + c.Name, "--namespace=" + c.Namespace, "--prefix=" + prefix,
+		"--out-key=" + outKey, "--etcd=/usr/local/bin/etcd", "--work-dir=" + workMountPath}
 	switch {
 	case pit.Revision > 0:
 		args = append(args, "--revision="+strconv.FormatInt(pit.Revision, 10))
@@ -145,7 +201,7 @@ func PointInTimeJob(c *etcdv1beta1.EtcdCluster, src etcdv1beta1.BackupSource, o 
 	mounts = append(mounts,
 		corev1ac.VolumeMount().WithName("tools").WithMountPath(toolsMountPath).WithReadOnly(true),
 		corev1ac.VolumeMount().WithName("work").WithMountPath(workMountPath))
-	return batchv1ac.Job(PointInTimeJobName(c), c.Namespace).
+	return batchv1ac.Job(name, c.Namespace).
 		WithLabels(labels).
 		WithOwnerReferences(OwnerReference(c)).
 		WithSpec(batchv1ac.JobSpec().

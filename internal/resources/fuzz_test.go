@@ -197,6 +197,8 @@ func checkCluster(t *testing.T, c *etcdv1beta1.EtcdCluster, b *etcdv1beta1.EtcdB
 	nameOK(t, "StatefulSet", StatefulSetName(c), validation.IsDNS1123Label(StatefulSetName(c)+"-0123456789"))
 	nameOK(t, "continuous backup StatefulSet", ContinuousBackupName(c), validation.IsDNS1123Label(ContinuousBackupName(c)+"-0123456789"))
 	nameOK(t, "point-in-time Job", PointInTimeJobName(c), append(validation.IsDNS1123Label(PointInTimeJobName(c)), validation.IsValidLabelValue(PointInTimeJobName(c))...))
+	recoveryJob := PointInTimeRecoveryJobName(c, "restore-20261122T120500Z")
+	nameOK(t, "point-in-time recovery Job", recoveryJob, append(validation.IsDNS1123Label(recoveryJob), validation.IsValidLabelValue(recoveryJob)...))
 	for i := range int(n) {
 		nameOK(t, "member pod (its hostname)", MemberName(c, i), validation.IsDNS1123Label(MemberName(c, i)))
 		nameOK(t, "member host", MemberHost(c, i, o), validation.IsDNS1123Subdomain(MemberHost(c, i, o)))

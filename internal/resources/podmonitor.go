@@ -20,7 +20,7 @@ var PodMonitorGVK = schema.GroupVersionKind{Group: "monitoring.coreos.com", Vers
 // so rules and dashboards join etcd's metrics with the operator's on (namespace, cluster).
 func PodMonitor(c *etcdv1beta1.EtcdCluster) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{
-		"metadata": monitoringMetadata(c, PodMonitorName(c)),
+		"metadata": monitoringMetadata(c, PodMonitorName(c), ComponentEtcd),
 		"spec": map[string]any{
 			// job="etcd" (the pods' name label) for every cluster, so rules select the members' series by job.
 			"jobLabel": LabelName,
@@ -48,13 +48,51 @@ func PodMonitor(c *etcdv1beta1.EtcdCluster) *unstructured.Unstructured {
 	return u
 }
 
+// ContinuousBackupPodMonitorName is the PodMonitor of the cluster's continuous backup agent.
+func ContinuousBackupPodMonitorName(c *etcdv1beta1.EtcdCluster) string {
+	return ContinuousBackupName(c)
+}
+
+// ContinuousBackupPodMonitor has Prometheus scrape the continuous backup agent's /metrics
+// (etcd_operator_continuous_backup_*) on its container port "status" (8080): plain HTTP without
+// authentication, as the agent serves /status beside it; neither serves data. A PodMonitor of its own, not a
+// second endpoint of the members': its series carry job="continuous-backup" (the agent pod's component
+// label), so the members' job "etcd" (up, the rules on etcd's metrics) still counts members only. The agent
+// labels its series with namespace and cluster itself: honorLabels keeps them (the scrape's own would
+// rename them exported_*); the scrape's up series gets cluster from the pod's instance label, as the
+// members' does.
+func ContinuousBackupPodMonitor(c *etcdv1beta1.EtcdCluster) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": monitoringMetadata(c, ContinuousBackupPodMonitorName(c), ComponentContinuousBackup),
+		"spec": map[string]any{
+			"jobLabel": LabelComponent,
+			"selector": map[string]any{"matchLabels": stringMap(Labels(c, ComponentContinuousBackup))},
+			"podMetricsEndpoints": []any{map[string]any{
+				"port":        "status",
+				"path":        "/metrics",
+				"scheme":      "http",
+				"honorLabels": true,
+				"relabelings": []any{
+					map[string]any{
+						"sourceLabels": []any{"__meta_kubernetes_pod_label_" + sanitizeLabelName(LabelInstance)},
+						"targetLabel":  "cluster",
+						"action":       "replace",
+					},
+				},
+			}},
+		},
+	}}
+	u.SetGroupVersionKind(PodMonitorGVK)
+	return u
+}
+
 // monitoringMetadata is the metadata of the cluster's prometheus-operator objects: in its namespace, with its
-// labels, owned by it.
-func monitoringMetadata(c *etcdv1beta1.EtcdCluster, name string) map[string]any {
+// labels (of the component they watch), owned by it.
+func monitoringMetadata(c *etcdv1beta1.EtcdCluster, name, component string) map[string]any {
 	return map[string]any{
 		"name":            name,
 		"namespace":       c.Namespace,
-		"labels":          stringMap(Labels(c, ComponentEtcd)),
+		"labels":          stringMap(Labels(c, component)),
 		"ownerReferences": []any{ownerReferenceMap(c)},
 	}
 }

@@ -113,7 +113,7 @@ func PrometheusRule(c *etcdv1beta1.EtcdCluster, groups []RuleGroup) *unstructure
 		specGroups = append(specGroups, map[string]any{"name": g.Name, "rules": rules})
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
-		"metadata": monitoringMetadata(c, PrometheusRuleName(c)),
+		"metadata": monitoringMetadata(c, PrometheusRuleName(c), ComponentEtcd),
 		"spec":     map[string]any{"groups": specGroups},
 	}}
 	u.SetGroupVersionKind(PrometheusRuleGVK)

@@ -143,24 +143,25 @@ func TestGolden(t *testing.T) {
 	// New StatefulSets carry the member gate; custom-statefulset.yaml stands for a cluster created before
 	// it, whose template keeps no gate until its next roll.
 	cases := map[string]any{
-		"design-statefulset.yaml":    StatefulSet(designCluster(), 3, o, nil, CurrentMemberGate(o)),
-		"design-peer-service.yaml":   PeerService(designCluster()),
-		"design-client-service.yaml": ClientService(designCluster()),
-		"design-configmap.yaml":      ConfigMap(designCluster(), BootstrapConfig(designCluster(), 3, o)),
-		"design-pdb.yaml":            PodDisruptionBudget(designCluster(), 3),
-		"design-networkpolicy.yaml":  NetworkPolicy(designCluster(), Options{ClusterDomain: "cluster.local", OperatorNamespace: "etcd-operator-system"}),
-		"design-cronjob.yaml":        BackupCronJob(designCluster(), o),
-		"design-podmonitor.yaml":     PodMonitor(designCluster()),
-		"design-prometheusrule.yaml": PrometheusRule(designCluster(), clusterRuleGroups(t)),
-		"custom-statefulset.yaml":    StatefulSet(customCluster(), 5, o, nil, MemberGate{}),
-		"tuned-statefulset.yaml":     StatefulSet(tunedCluster(), 3, o, nil, CurrentMemberGate(o)),
-		"design-backup-pvc.yaml":     BackupPVC(designCluster(), BackupDestination(designCluster(), nil)),
-		"s3-cronjob.yaml":            BackupCronJob(s3Cluster(), o),
-		"plaintext-statefulset.yaml": StatefulSet(plaintextCluster(), 3, o, nil, CurrentMemberGate(o)),
-		"plaintext-configmap.yaml":   ConfigMap(plaintextCluster(), BootstrapConfig(plaintextCluster(), 3, o)),
-		"plaintext-cronjob.yaml":     BackupCronJob(plaintextCluster(), o),
-		"s3-backup-job.yaml":         BackupJob(designCluster(), onDemandBackup(), o),
-		"restored-statefulset.yaml":  StatefulSet(designCluster(), 3, o, &RestoreSource{Destination: BackupDestination(s3Cluster(), nil), Key: "prod/etcd/scheduled/etcd-20261122T020000Z-r42.db"}, CurrentMemberGate(o)),
+		"design-statefulset.yaml":           StatefulSet(designCluster(), 3, o, nil, CurrentMemberGate(o)),
+		"design-peer-service.yaml":          PeerService(designCluster()),
+		"design-client-service.yaml":        ClientService(designCluster()),
+		"design-configmap.yaml":             ConfigMap(designCluster(), BootstrapConfig(designCluster(), 3, o)),
+		"design-pdb.yaml":                   PodDisruptionBudget(designCluster(), 3),
+		"design-networkpolicy.yaml":         NetworkPolicy(designCluster(), Options{ClusterDomain: "cluster.local", OperatorNamespace: "etcd-operator-system"}),
+		"design-cronjob.yaml":               BackupCronJob(designCluster(), o),
+		"design-podmonitor.yaml":            PodMonitor(designCluster()),
+		"continuous-backup-podmonitor.yaml": ContinuousBackupPodMonitor(continuousCluster()),
+		"design-prometheusrule.yaml":        PrometheusRule(designCluster(), clusterRuleGroups(t)),
+		"custom-statefulset.yaml":           StatefulSet(customCluster(), 5, o, nil, MemberGate{}),
+		"tuned-statefulset.yaml":            StatefulSet(tunedCluster(), 3, o, nil, CurrentMemberGate(o)),
+		"design-backup-pvc.yaml":            BackupPVC(designCluster(), BackupDestination(designCluster(), nil)),
+		"s3-cronjob.yaml":                   BackupCronJob(s3Cluster(), o),
+		"plaintext-statefulset.yaml":        StatefulSet(plaintextCluster(), 3, o, nil, CurrentMemberGate(o)),
+		"plaintext-configmap.yaml":          ConfigMap(plaintextCluster(), BootstrapConfig(plaintextCluster(), 3, o)),
+		"plaintext-cronjob.yaml":            BackupCronJob(plaintextCluster(), o),
+		"s3-backup-job.yaml":                BackupJob(designCluster(), onDemandBackup(), o),
+		"restored-statefulset.yaml":         StatefulSet(designCluster(), 3, o, &RestoreSource{Destination: BackupDestination(s3Cluster(), nil), Key: "prod/etcd/scheduled/etcd-20261122T020000Z-r42.db"}, CurrentMemberGate(o)),
 		"pvc-restored-statefulset.yaml": StatefulSet(designCluster(), 3, o,
 			ptr.To(claimRestore()), CurrentMemberGate(o)),
 		"s3-continuous-backup-statefulset.yaml": ContinuousBackupStatefulSet(continuousCluster(), o),
@@ -171,6 +172,7 @@ func TestGolden(t *testing.T) {
 		"s3-point-in-time-job.yaml": PointInTimeJob(designCluster(), etcdv1beta1.BackupSource{
 			S3: s3Cluster().Spec.Backup.S3, Key: "backups/prod/old/continuous/",
 			PointInTime: &etcdv1beta1.PointInTime{Revision: 4242, ClusterUID: "0b5e7c1e-old"}}, o),
+		"pvc-point-in-time-recovery-job.yaml": PointInTimeRecoveryJob(designCluster(), "restore-20261122T120500Z", 97, o),
 	}
 	for name, obj := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -193,6 +195,39 @@ func TestGolden(t *testing.T) {
 				t.Errorf("%s differs from golden file (-want +got):\n%s", name, diff)
 			}
 		})
+	}
+}
+
+// TestPointInTimeRecoveryNames: a recovery replays the continuous backup where the agent stores it (the
+// destination's prefix, then <namespace>/<cluster>/continuous/), into a key and by a Job of its own.
+func TestPointInTimeRecoveryNames(t *testing.T) {
+	for _, tc := range []struct {
+		c            *etcdv1beta1.EtcdCluster
+		key, loc     string
+		recoveryKeys string
+	}{
+		{designCluster(), "db/prod-etcd/continuous/", "pvc://prod-etcd-backups/db/prod-etcd/continuous/",
+			"db/prod-etcd/point-in-time/prod-etcd-0b7e6f1c-0000-4000-8000-000000000001-restore-1.db"},
+		{continuousCluster(), "prod/db/prod-etcd/continuous/", "s3://etcd/prod/db/prod-etcd/continuous/",
+			"prod/db/prod-etcd/point-in-time/prod-etcd-0b7e6f1c-0000-4000-8000-000000000001-restore-1.db"},
+	} {
+		d := BackupDestination(tc.c, nil)
+		if got := ContinuousBackupKey(tc.c); got != tc.key {
+			t.Errorf("continuous backup key %q, want %q", got, tc.key)
+		}
+		if got := Location(d, ContinuousBackupKey(tc.c)); got != tc.loc {
+			t.Errorf("continuous backup location %q, want %q", got, tc.loc)
+		}
+		if got := PointInTimeRecoveryKey(tc.c, d, "restore-1"); got != tc.recoveryKeys {
+			t.Errorf("recovery key %q, want %q", got, tc.recoveryKeys)
+		}
+		if PointInTimeRecoveryKey(tc.c, d, "restore-1") == PointInTimeRecoveryKey(tc.c, d, "restore-2") || PointInTimeRecoveryKey(tc.c, d, "restore-1") == PointInTimeKey(tc.c, d) {
+			t.Errorf("recovery keys must differ per recovery and from the bootstrap's")
+		}
+	}
+	c := designCluster()
+	if a, b := PointInTimeRecoveryJobName(c, "restore-1"), PointInTimeRecoveryJobName(c, "restore-2"); a == b || a == PointInTimeJobName(c) {
+		t.Errorf("recovery Jobs %s and %s: want one per recovery, apart from the bootstrap's", a, b)
 	}
 }
 
@@ -451,7 +486,16 @@ func TestRestoreRecoveryRoundTrips(t *testing.T) {
 	if got := RestoreRecoveryOf(plain); got != nil {
 		t.Fatalf("read back %+v from a configuration without a recovery", got)
 	}
-	for _, k := range []string{restoreRecoveryID, restoreRecoveryFrom, restoreRecoveryRevision} {
+	for _, r := range []membership.RestoreRecovery{
+		{ID: rec.ID, Location: "pvc://design-etcd-backup/etcd-prod/design-etcd/continuous/", Revision: 97, Replay: true},
+		{ID: rec.ID, Location: rec.Location, Revision: 42, Fallback: "replaying the continuous backup to revision 97 failed: chain damaged"},
+	} {
+		mc.Restore = &r
+		if got := RestoreRecoveryOf(configData(c, mc)); got == nil || *got != r {
+			t.Fatalf("read back %+v, want %+v", got, r)
+		}
+	}
+	for _, k := range []string{restoreRecoveryID, restoreRecoveryFrom, restoreRecoveryRevision, restoreRecoveryReplay, restoreRecoveryFallback} {
 		if _, ok := plain[k]; ok {
 			t.Fatalf("configuration without a recovery has %s", k)
 		}

@@ -1,6 +1,7 @@
 // Package prometheus checks the alerting rules of config/prometheus/alerts.yaml and the Grafana dashboard of
 // config/grafana against the operator: every metric an expression selects is one the operator exports
-// (controllers.MetricNames) or a controller-runtime metric of one of its controllers, and every alert carries the labels and annotations its runbook and
+// (controllers.MetricNames), one the continuous backup agent serves (continuous.MetricNames), or a
+// controller-runtime metric of one of its controllers, and every alert carries the labels and annotations its runbook and
 // routing rely on, and a promtool test case that fires and one that must not. promtool (make test-alerts)
 // checks what the rules do; this checks that they still refer to what exists, so renaming a metric or a
 // controller fails here.
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/seedops/etcd-operator/controllers"
+	"github.com/seedops/etcd-operator/internal/backup/continuous"
 )
 
 const (
@@ -152,6 +154,11 @@ func checkExpr(t *testing.T, where, expr string) {
 	}
 	for _, m := range names {
 		switch {
+		case strings.HasPrefix(m, continuous.MetricsPrefix):
+			// The continuous backup agent's, from its own scrape job (resources.ContinuousBackupPodMonitor).
+			if !slices.Contains(continuous.MetricNames(), m) {
+				t.Errorf("%s: %s is not a metric the continuous backup agent serves (continuous.MetricNames: %q)", where, m, continuous.MetricNames())
+			}
 		case strings.HasPrefix(m, "etcd_operator_"):
 			if !slices.Contains(exported, m) {
 				t.Errorf("%s: %s is not a metric the operator exports (controllers.MetricNames: %q)", where, m, exported)

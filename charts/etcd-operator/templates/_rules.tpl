@@ -137,6 +137,16 @@ markers); do not edit. */ -}}
   - monitoring.coreos.com
   resources:
   - podmonitors
+  verbs:
+  - create
+  - delete
+  - get
+  - list
+  - patch
+  - watch
+- apiGroups:
+  - monitoring.coreos.com
+  resources:
   - prometheusrules
   verbs:
   - create

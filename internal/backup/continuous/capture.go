@@ -185,6 +185,8 @@ type chain struct {
 	covered  time.Time
 	body     segmentBody
 	leases   map[int64]bool
+	// etcdClusterID is the etcd cluster the chain records (historyBreak).
+	etcdClusterID string
 }
 
 func (c *Capturer) update(f func(*Status)) Status {
@@ -220,6 +222,46 @@ type lostHistoryError struct{ reason string }
 
 func (e *lostHistoryError) Error() string { return e.reason }
 
+// identityTimeout bounds the check of the cluster's identity before a chain starts or a watch (re)starts.
+const identityTimeout = 10 * time.Second
+
+// historyRestartedError: the cluster's history is not the one the chain records (historyBreak).
+type historyRestartedError struct{ reason string }
+
+func (e *historyRestartedError) Error() string { return e.reason }
+
+// identity asks the cluster for its etcd cluster ID (hex) and current revision, for at most timeout.
+func (c *Capturer) identity(ctx context.Context, timeout time.Duration) (string, int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := c.cfg.Client.Get(ctx, "/", clientv3.WithCountOnly())
+	if err != nil {
+		return "", 0, fmt.Errorf("read the cluster's ID and revision: %w", err)
+	}
+	return clusterIDString(resp.Header.ClusterId), resp.Header.Revision, nil
+}
+
+func clusterIDString(id uint64) string { return strconv.FormatUint(id, 16) }
+
+// historyBreak says whether the etcd cluster clusterID, at revision rev, continues the history ch records:
+// a cluster restored from a snapshot (a restore, a quorum-loss recovery) has another cluster ID, or a
+// revision below what ch received, and its revisions from then on are not ch's. A chain that does not
+// record its cluster's ID takes the first one seen.
+func historyBreak(ch *chain, clusterID string, rev int64) error {
+	if ch.etcdClusterID == "" {
+		ch.etcdClusterID = clusterID
+	}
+	switch {
+	case clusterID != ch.etcdClusterID:
+		return &historyRestartedError{reason: fmt.Sprintf("the cluster's history restarted: it is etcd cluster %s, not %s, which chain %s records (restored from a snapshot)",
+			clusterID, ch.etcdClusterID, ch.manifest.ChainID)}
+	case rev < ch.last:
+		return &historyRestartedError{reason: fmt.Sprintf("the cluster's history restarted: its revision %d is below revision %d, which chain %s holds (restored from an older snapshot)",
+			rev, ch.last, ch.manifest.ChainID)}
+	}
+	return nil
+}
+
 // Run captures until ctx ends; then it stores what it has buffered and returns nil. It continues the
 // newest chain in the store when the cluster still holds the history after it, and otherwise begins a new
 // chain, recording the revisions it could not capture as a gap. Failures of the store or the cluster are
@@ -242,8 +284,17 @@ func (c *Capturer) Run(ctx context.Context) error {
 		}
 		err := c.follow(ctx, &ch)
 		var lost *lostHistoryError
+		var restarted *historyRestartedError
 		switch {
 		case ctx.Err() != nil:
+		case errors.As(err, &restarted):
+			// What is buffered was received before the break: it is the chain's own history.
+			c.lg.Warn("the cluster's history restarted: starting a new chain", zap.String("reason", restarted.reason), zap.Int64("after", ch.last))
+			detected := time.Now()
+			if c.flush(ctx, ch) != nil {
+				continue
+			}
+			ch = c.startChain(ctx, ReasonHistoryRestarted, ch, &Gap{DetectedAt: detected.UTC(), Reason: restarted.reason, AfterChain: ch.manifest.ChainID})
 		case errors.As(err, &lost):
 			c.lg.Warn("history lost before it was captured: starting a new chain", zap.String("reason", lost.reason), zap.Int64("after", ch.last))
 			detected := time.Now()
@@ -279,13 +330,13 @@ func (c *Capturer) resume(ctx context.Context) (ch, prev *chain) {
 		if last == nil {
 			return nil, nil
 		}
-		end := &chain{manifest: last.Manifest, last: last.Newest()}
+		end := &chain{manifest: last.Manifest, last: last.Newest(), etcdClusterID: last.Manifest.EtcdClusterID}
 		if last.Problem != "" {
 			c.lg.Warn("the newest chain is damaged: starting a new chain", zap.String("chain", last.ID), zap.String("problem", last.Problem))
 			return nil, end
 		}
 		ch := &chain{manifest: last.Manifest, prevSum: last.ManifestSHA256, stored: last.Manifest.BaseRevision,
-			storedCovered: last.Manifest.TakenAt, leases: map[int64]bool{}}
+			storedCovered: last.Manifest.TakenAt, leases: map[int64]bool{}, etcdClusterID: last.Manifest.EtcdClusterID}
 		if n := len(last.Segments); n > 0 {
 			ref := last.Segments[n-1]
 			data, err := getBytes(ctx, c.cfg.Store, ref.Key)
@@ -329,6 +380,13 @@ func (c *Capturer) startChain(ctx context.Context, reason string, prev *chain, g
 		if err == nil {
 			return ch
 		}
+		var restarted *historyRestartedError
+		if errors.As(err, &restarted) {
+			// Not prev's history after all: the chain begins a new one.
+			c.lg.Warn("the cluster's history restarted: the new chain begins a new history", zap.String("reason", restarted.reason))
+			reason, gap = ReasonHistoryRestarted, &Gap{DetectedAt: time.Now().UTC(), Reason: restarted.reason, AfterChain: prev.manifest.ChainID}
+			continue
+		}
 		c.failed("start a chain", err)
 		sleep(ctx, 2*time.Second)
 	}
@@ -340,6 +398,10 @@ func (c *Capturer) startChain(ctx context.Context, reason string, prev *chain, g
 func (c *Capturer) newChain(ctx context.Context, reason string, prev *chain, gap *Gap, atLeast int64) (*chain, error) {
 	file := filepath.Join(c.cfg.StagingDir, "snapshot-"+randomHex(6)+".db")
 	defer func() { _ = os.Remove(file) }()
+	clusterID, _, err := c.identity(ctx, identityTimeout)
+	if err != nil {
+		return nil, err
+	}
 	takenAt := time.Now().UTC()
 	version, err := c.cfg.Snapshot(ctx, file)
 	if err != nil {
@@ -353,14 +415,32 @@ func (c *Capturer) newChain(ctx context.Context, reason string, prev *chain, gap
 	if err != nil {
 		return nil, err
 	}
+	if prev != nil && reason != ReasonHistoryRestarted {
+		// A chain that continues prev's history must snapshot that history: the cluster may have been
+		// restored since prev's last check.
+		check := *prev
+		if err := historyBreak(&check, clusterID, rev); err != nil {
+			return nil, err
+		}
+	}
 	if rev < atLeast {
 		return nil, errStaleSnapshot
 	}
 	id := newChainID(rev, randomHex(4))
 	m := Manifest{Format: FormatVersion, ClusterUID: c.cfg.ClusterUID, ChainID: id, BaseRevision: rev, CompactRevision: compacted,
-		SnapshotSHA256: info.SHA256, SnapshotBytes: info.SizeBytes, TakenAt: takenAt, EtcdVersion: version, Reason: reason}
-	if prev != nil {
+		SnapshotSHA256: info.SHA256, SnapshotBytes: info.SizeBytes, TakenAt: takenAt, EtcdVersion: version, Reason: reason,
+		EtcdClusterID: clusterID, History: id}
+	switch {
+	case prev != nil && reason == ReasonHistoryRestarted:
+		// A new history: none of its revisions before the snapshot's is restorable (the previous chain's
+		// revision numbers name another history's states).
 		m.PreviousChain = prev.manifest.ChainID
+		if gap != nil {
+			gap.From, gap.To = 1, rev-1
+			m.Gap = gap
+		}
+	case prev != nil:
+		m.PreviousChain, m.History = prev.manifest.ChainID, prev.manifest.History
 		if gap != nil && rev > prev.last+1 {
 			gap.From, gap.To = prev.last+1, rev-1
 			m.Gap = gap
@@ -379,7 +459,7 @@ func (c *Capturer) newChain(ctx context.Context, reason string, prev *chain, gap
 		return nil, err
 	}
 	ch := &chain{manifest: m, prevSum: sum, stored: m.BaseRevision, storedCovered: takenAt, last: m.BaseRevision,
-		lastTime: takenAt, covered: takenAt, leases: map[int64]bool{}}
+		lastTime: takenAt, covered: takenAt, leases: map[int64]bool{}, etcdClusterID: clusterID}
 	ch.body.reset(m.BaseRevision + 1)
 	c.lg.Info("started chain", zap.String("chain", id), zap.String("reason", reason), zap.Int64("base-revision", m.BaseRevision))
 	c.emit(Event{Kind: ChainStarted, ChainID: id, Manifest: &m}, func(s *Status) {
@@ -417,6 +497,15 @@ func (c *Capturer) putBytes(ctx context.Context, key string, data []byte) error 
 // when the chain rotates.
 func (c *Capturer) follow(ctx context.Context, chp **chain) error {
 	ch := *chp
+	// Every (re)start of the watch first checks that the cluster still has the chain's history: a watch
+	// from a revision the cluster has not reached yet waits for it, and then would record another history.
+	clusterID, rev, err := c.identity(ctx, identityTimeout)
+	if err != nil {
+		return err
+	}
+	if err := historyBreak(ch, clusterID, rev); err != nil {
+		return err
+	}
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
 	wch := c.cfg.watch(wctx, ch.last+1)
@@ -434,6 +523,17 @@ func (c *Capturer) follow(ctx context.Context, chp **chain) error {
 		case wr, ok := <-wch:
 			if !ok {
 				return errors.New("watch closed")
+			}
+			if wr.Header.ClusterId != 0 {
+				// A member of another cluster answers (the cluster was replaced under the watch), or a
+				// progress notification names a revision below the one received: another history.
+				rev := ch.last
+				if wr.IsProgressNotify() {
+					rev = wr.Header.Revision
+				}
+				if err := historyBreak(ch, clusterIDString(wr.Header.ClusterId), rev); err != nil {
+					return err
+				}
 			}
 			if wr.CompactRevision != 0 {
 				return &lostHistoryError{reason: fmt.Sprintf("compacted at revision %d before revision %d was read", wr.CompactRevision, ch.last+1)}
@@ -483,6 +583,15 @@ func (c *Capturer) follow(ctx context.Context, chp **chain) error {
 			}
 
 		case <-ticker.C:
+			// The client resumes a watch on a restarted member by itself, and a watch from a revision the
+			// cluster has not reached answers nothing: only asking notices that the cluster was restored.
+			// Bounded by half a flush interval (at least a second): an unreachable cluster must not hold up
+			// storing what is buffered; the next tick asks again.
+			if clusterID, rev, err := c.identity(ctx, max(c.cfg.FlushInterval/2, time.Second)); err == nil {
+				if err := historyBreak(ch, clusterID, rev); err != nil {
+					return err
+				}
+			}
 			if ch.body.revisions > 0 || (c.cfg.CheckpointInterval > 0 && ch.covered.Sub(ch.storedCovered) >= c.cfg.CheckpointInterval) {
 				if err := c.flush(ctx, ch); err != nil {
 					return err

@@ -149,8 +149,15 @@ type Orphan struct {
 type Catalog struct {
 	Prefix     string
 	ClusterUID string
-	// Chains are the cluster's chains, by base revision.
+	// Chains are the chains of the cluster's current history (Manifest.History: that of the chain taken
+	// last), by base revision: what restores and what a capturer continues.
 	Chains []*Chain
+	// History is the current history ("" for chains that do not record one).
+	History string
+	// Superseded are the chains of the cluster's earlier histories, before it was restored from a snapshot:
+	// their revision numbers name other states than the current history's, so nothing restores them;
+	// retention removes them as it does any chain.
+	Superseded []*Chain
 	// Orphans are objects of chains without a manifest.
 	Orphans []Orphan
 	// Foreign are chains of another cluster found under the prefix: left alone, never restored or pruned.
@@ -252,7 +259,52 @@ func ReadCatalog(ctx context.Context, store backup.Store, prefix, clusterUID str
 	sort.SliceStable(cat.Chains, func(i, j int) bool {
 		return cat.Chains[i].Manifest.BaseRevision < cat.Chains[j].Manifest.BaseRevision
 	})
+	cat.splitHistories()
 	return cat, nil
+}
+
+// splitHistories keeps in Chains only the current history's chains, the history of the chain taken last
+// (one capturer writes chains in time order), and moves the others to Superseded.
+func (cat *Catalog) splitHistories() {
+	var last *Chain
+	for _, c := range cat.Chains {
+		if last == nil || c.Manifest.TakenAt.After(last.Manifest.TakenAt) {
+			last = c
+		}
+	}
+	if last == nil {
+		return
+	}
+	cat.History = last.Manifest.History
+	current := cat.Chains[:0:0]
+	for _, c := range cat.Chains {
+		if c.Manifest.History == cat.History {
+			current = append(current, c)
+		} else {
+			cat.Superseded = append(cat.Superseded, c)
+		}
+	}
+	cat.Chains = current
+	if n := len(cat.Superseded); n > 0 {
+		cat.Problems = append(cat.Problems, fmt.Sprintf("%d chains record an earlier history of the cluster, before it was restored from a snapshot (history %s began with chain %s): not restorable",
+			n, cat.History, cat.History))
+	}
+}
+
+// historyBreak is the gap before the current history's restorable range while chains of an earlier history
+// remain: none of the current history's revisions before its first chain is restorable, and the earlier
+// history's chains restore none of them (nil when there is no such gap).
+func (cat *Catalog) historyBreak(rs []Range) *Gap {
+	if len(cat.Superseded) == 0 || len(rs) == 0 || rs[0].First <= 1 {
+		return nil
+	}
+	g := Gap{From: 1, To: rs[0].First - 1, Reason: "the cluster's history restarted (restored from a snapshot)"}
+	for _, c := range cat.Chains {
+		if c.ID == cat.History && c.Manifest.Gap != nil {
+			g.Reason, g.DetectedAt, g.AfterChain = c.Manifest.Gap.Reason, c.Manifest.Gap.DetectedAt, c.Manifest.Gap.AfterChain
+		}
+	}
+	return &g
 }
 
 // usableSegments returns the segments that continue the chain from its base without a hole, and why the
@@ -305,9 +357,19 @@ func mergeRanges(chains []*Chain) []Range {
 }
 
 // Gaps are the revisions between restorable ranges that no chain restores, with the reason a chain
-// manifest gives for them.
+// manifest gives for them, and, while an earlier history's chains remain, the current history's revisions
+// before its first chain (historyBreak).
 func (cat *Catalog) Gaps() []Gap {
 	rs := cat.Ranges()
+	var gaps []Gap
+	if g := cat.historyBreak(rs); g != nil {
+		gaps = append(gaps, *g)
+	}
+	return append(gaps, cat.gapsBetween(rs)...)
+}
+
+// gapsBetween are the gaps between the restorable ranges rs, one after each range but the last.
+func (cat *Catalog) gapsBetween(rs []Range) []Gap {
 	var gaps []Gap
 	for i := 1; i < len(rs); i++ {
 		g := Gap{From: rs[i-1].Last + 1, To: rs[i].First - 1, Reason: "no chain covers them"}
@@ -487,7 +549,7 @@ func (cat *Catalog) notRestorable(t Target) error {
 		rs := e.Ranges
 		for i := 1; i < len(rs); i++ {
 			if t.Time.After(rs[i-1].LastTime) && t.Time.Before(rs[i].FirstTime) {
-				g := cat.Gaps()[i-1]
+				g := cat.gapsBetween(rs)[i-1]
 				e.Gap = &g
 			}
 		}

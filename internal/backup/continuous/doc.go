@@ -42,7 +42,11 @@
 // the watch cannot continue (the cluster compacted the next revision before the capturer read it: the
 // capturer was stopped, or its watch was lost for longer than the retained history), the buffered changes
 // are stored, a new chain begins from a new snapshot, and its manifest records the revisions between the
-// two chains as a Gap; the capturer reports GapRecorded. The time of a revision is when the capturer
+// two chains as a Gap; the capturer reports GapRecorded. When the cluster it watches is not the history its
+// chain records (another etcd cluster ID, or a current revision below the chain's newest: the cluster was
+// restored from a snapshot, and reuses revision numbers for other states), it begins a new chain that begins
+// a new history (Manifest.History), records the break as a Gap and reports GapRecorded; the catalog restores
+// only the current history (Catalog.Superseded holds the others). The time of a revision is when the capturer
 // received it; a chain covers times up to the last revision's, or later when etcd confirmed (a requested
 // progress notification) that nothing newer existed.
 //

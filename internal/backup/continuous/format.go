@@ -375,6 +375,14 @@ type Manifest struct {
 	PreviousChain string `json:"previousChain,omitempty"`
 	// Gap lists the revisions between the previous chain and this one that no chain restores.
 	Gap *Gap `json:"gap,omitempty"`
+	// EtcdClusterID is the ID (hex) of the etcd cluster the chain records: a cluster restored from a
+	// snapshot has another ("" in chains written before it was recorded).
+	EtcdClusterID string `json:"etcdClusterID,omitempty"`
+	// History is the chain that began the history this chain records: the first chain, or the first after
+	// the cluster's history restarted (ReasonHistoryRestarted). The chains of one history continue each
+	// other's revisions; another history's revision numbers name other states. "" in chains written
+	// before it was recorded: one history.
+	History string `json:"history,omitempty"`
 }
 
 // Reasons a chain begins.
@@ -382,6 +390,10 @@ const (
 	ReasonStart       = "start"
 	ReasonRotation    = "rotation"
 	ReasonLostHistory = "lost-history"
+	// ReasonHistoryRestarted: the etcd the capturer watches is not the history of the chain it was
+	// writing (another etcd cluster ID, or a revision below the chain's newest): the cluster was restored
+	// from a snapshot. The new chain begins a new history.
+	ReasonHistoryRestarted = "history-restarted"
 )
 
 // Gap is a run of revisions that no chain can restore: their changes were compacted away before the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -103,10 +104,12 @@ func PlanRetention(cat *Catalog, policy RetentionPolicy, now time.Time) Retentio
 	}
 
 	deleted := map[string]bool{}
-	for _, c := range cat.Chains {
+	// An earlier history's chains first: they restore nothing, and go as their age or the bound says.
+	chains := append(slices.Clone(cat.Superseded), cat.Chains...)
+	for _, c := range chains {
 		total += c.Bytes
 	}
-	for _, c := range cat.Chains {
+	for _, c := range chains {
 		if protected[c.ID] || policy.MaxAge <= 0 {
 			continue
 		}
@@ -117,7 +120,7 @@ func PlanRetention(cat *Catalog, policy RetentionPolicy, now time.Time) Retentio
 				Reason: fmt.Sprintf("restores nothing after %s, older than %s", newest.UTC().Format(time.RFC3339), policy.MaxAge)})
 		}
 	}
-	for _, c := range cat.Chains {
+	for _, c := range chains {
 		if policy.MaxBytes <= 0 || total <= policy.MaxBytes {
 			break
 		}
@@ -129,7 +132,7 @@ func PlanRetention(cat *Catalog, policy RetentionPolicy, now time.Time) Retentio
 		plan.Delete = append(plan.Delete, Deletion{ChainID: c.ID, Keys: orderedKeys(c.Keys), Bytes: c.Bytes,
 			Reason: fmt.Sprintf("the chains exceed %d bytes", policy.MaxBytes)})
 	}
-	for _, c := range cat.Chains {
+	for _, c := range chains {
 		if !deleted[c.ID] {
 			plan.KeptChains++
 		}

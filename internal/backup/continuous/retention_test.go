@@ -124,3 +124,22 @@ func TestApplyRetentionDeletesThePlannedKeys(t *testing.T) {
 		t.Fatalf("left %v", left)
 	}
 }
+
+// TestRetentionOfAnEarlierHistory: the chains of an earlier history (before the cluster was restored from a
+// snapshot) are pruned by age and size like any chain, first, and never protected: the current history's
+// newest chain is, though its base revision is lower.
+func TestRetentionOfAnEarlierHistory(t *testing.T) {
+	day := 24 * time.Hour
+	earlier := []*Chain{testChain(100, now.Add(-5*day), now.Add(-3*day), 400), testChain(400, now.Add(-3*day), now.Add(-2*day), 300)}
+	current := []*Chain{testChain(50, now.Add(-2*day), now, 100)}
+	cat := &Catalog{Chains: current, Superseded: earlier}
+
+	plan := PlanRetention(cat, RetentionPolicy{MaxAge: 60 * time.Hour}, now)
+	if len(plan.Delete) != 1 || plan.Delete[0].ChainID != earlier[0].ID || plan.KeptChains != 2 || plan.KeptBytes != 400 {
+		t.Fatalf("by age: %+v; want the earlier history's chain older than the limit gone", plan)
+	}
+	plan = PlanRetention(cat, RetentionPolicy{MaxBytes: 150}, now)
+	if len(plan.Delete) != 2 || plan.Delete[0].ChainID != earlier[0].ID || plan.Delete[1].ChainID != earlier[1].ID || plan.KeptChains != 1 {
+		t.Fatalf("by size: %+v; want both earlier chains gone, the current history's kept", plan)
+	}
+}
