@@ -192,4 +192,3 @@ func certificateState(u *unstructured.Unstructured) string {
 // issuedSecretToCluster maps a certificate Secret cert-manager wrote (labelled through the Certificate's
 // secretTemplate, owned by no one) to its cluster.
 var issuedSecretToCluster = componentToCluster(resources.ComponentTLS)
-
