@@ -303,6 +303,55 @@ var _ = Describe("TLS from cert-manager", func() {
 				Expect(mgrWrite.about(c.Name)).To(BeEmpty(), "steady-state reconcile %d wrote", round)
 			}
 		})
+
+		It("takes a certificate cert-manager renews without touching the members", func() {
+			c := issuedCluster(certManagerNS, "ca", "Issuer")
+			Expect(k8sClient.Create(ctx, c)).To(Succeed())
+			sts := &appsv1.StatefulSet{}
+			Eventually(func() error { return k8sClient.Get(ctx, key(c.Namespace, resources.StatefulSetName(c)), sts) }, timeout, interval).Should(Succeed())
+			server := &corev1.Secret{}
+			serial := func(g Gomega) string {
+				g.Expect(k8sClient.Get(ctx, key(c.Namespace, resources.ServerSecretName(c)), server)).To(Succeed())
+				cert, err := pki.ParseCertificate(server.Data[corev1.TLSCertKey])
+				g.Expect(err).NotTo(HaveOccurred())
+				return cert.SerialNumber.String()
+			}
+			first := serial(Default)
+			Eventually(func(g Gomega) {
+				g.Expect(get(ctx, c)).To(Succeed())
+				g.Expect(c.Status.TLS).NotTo(BeNil())
+				g.Expect(c.Status.TLS.Certificates).To(HaveLen(3))
+			}, timeout, interval).Should(Succeed())
+			mgrWrite.reset()
+
+			By("asking cert-manager to renew, as `cmctl renew` does (its Issuing condition)")
+			cert := certificateObject(c.Namespace, resources.CertificateName(issuedLeaves(c)[0]))
+			Expect(get(ctx, cert)).To(Succeed())
+			conditions, _, _ := unstructured.NestedSlice(cert.Object, "status", "conditions")
+			conditions = append(conditions, map[string]any{"type": "Issuing", "status": "True", "reason": "ManuallyTriggered",
+				"message": "renewal requested by the test", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)})
+			Expect(unstructured.SetNestedSlice(cert.Object, conditions, "status", "conditions")).To(Succeed())
+			Expect(k8sClient.Status().Update(ctx, cert)).To(Succeed())
+
+			Eventually(serial, timeout, interval).ShouldNot(Equal(first), "cert-manager issued a new server certificate")
+			Expect(server.Data["ca.crt"]).To(Equal(ca.CertPEM))
+			Eventually(func(g Gomega) int64 {
+				g.Expect(get(ctx, cert)).To(Succeed())
+				revision, _, _ := unstructured.NestedInt64(cert.Object, "status", "revision")
+				return revision
+			}, timeout, interval).Should(BeNumerically(">=", 2))
+
+			By("members read renewed files from their Secret volumes: the StatefulSet is not changed")
+			Consistently(func(g Gomega) {
+				now := &appsv1.StatefulSet{}
+				g.Expect(k8sClient.Get(ctx, key(c.Namespace, resources.StatefulSetName(c)), now)).To(Succeed())
+				g.Expect(now.Generation).To(Equal(sts.Generation))
+				for _, w := range mgrWrite.about(c.Name) {
+					g.Expect(w).NotTo(ContainSubstring("/statefulsets/"))
+					g.Expect(w).NotTo(ContainSubstring("/certificates/"), "the operator leaves renewal to cert-manager")
+				}
+			}, 2*time.Second, interval).Should(Succeed())
+		})
 	})
 })
 
