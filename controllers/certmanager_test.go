@@ -107,7 +107,7 @@ var _ = Describe("TLS from cert-manager", func() {
 		}, 2*time.Second, interval).Should(BeTrue(), "no member is created without certificates")
 	})
 
-	It("refuses adding, removing or changing issuerRef on an existing cluster, and issuerRef with caSecretName", func() {
+	It("refuses adding, removing or changing issuerRef on an existing cluster, and issuerRef with caSecretName or without TLS", func() {
 		c := newCluster(watchedNS)
 		Expect(k8sClient.Create(ctx, c)).To(Succeed())
 		err := retryUpdate(ctx, c, func(o client.Object) {
@@ -130,6 +130,10 @@ var _ = Describe("TLS from cert-manager", func() {
 		both := issuedCluster(watchedNS, "ca", "Issuer")
 		both.Spec.TLS.CASecretName = "my-ca"
 		Expect(k8sClient.Create(ctx, both)).To(MatchError(ContainSubstring("tls.issuerRef and tls.caSecretName are exclusive")))
+
+		plain := issuedCluster(watchedNS, "ca", "Issuer")
+		plain.Spec.TLS.Enabled = ptr.To(false)
+		Expect(k8sClient.Create(ctx, plain)).To(MatchError(ContainSubstring("tls.issuerRef needs TLS")))
 	})
 
 	Context("with cert-manager running", Ordered, func() {

@@ -202,6 +202,7 @@ type RecoverySpec struct {
 // restart (etcd reads its certificate files on every new connection).
 // +kubebuilder:validation:XValidation:rule="has(self.caSecretName) == has(oldSelf.caSecretName) && (!has(self.caSecretName) || self.caSecretName == oldSelf.caSecretName)",message="tls.caSecretName is immutable: members trust one CA for their lifetime"
 // +kubebuilder:validation:XValidation:rule="!has(self.certificateDuration) || !has(self.renewBefore) || duration(self.renewBefore) < duration(self.certificateDuration)",message="tls.renewBefore must be shorter than tls.certificateDuration"
+// +kubebuilder:validation:XValidation:rule="!has(self.issuerRef) || !has(self.enabled) || self.enabled",message="tls.issuerRef needs TLS (tls.enabled): the certificates it issues are for TLS"
 // +kubebuilder:validation:XValidation:rule="!has(self.issuerRef) || !has(self.caSecretName)",message="tls.issuerRef and tls.caSecretName are exclusive: certificates come from a cert-manager issuer or from the operator's CA"
 // +kubebuilder:validation:XValidation:rule="has(self.issuerRef) == has(oldSelf.issuerRef) && (!has(self.issuerRef) || self.issuerRef == oldSelf.issuerRef)",message="tls.issuerRef cannot be added, removed or changed on an existing cluster: members trust one CA for their lifetime, and a switch of issuer needs members to trust both CAs during the change, which the operator does not do. Create a new cluster from a backup (spec.bootstrap.fromBackup) with the issuer you want"
 type TLSSpec struct {
