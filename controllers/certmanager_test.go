@@ -139,6 +139,7 @@ var _ = Describe("TLS from cert-manager", func() {
 	Context("with cert-manager running", Ordered, func() {
 		var (
 			ca       *pki.CA
+			caKeyPEM []byte
 			mgrWrite = &writeCounter{}
 			mgrRuns  atomic.Int64
 		)
@@ -198,13 +199,12 @@ var _ = Describe("TLS from cert-manager", func() {
 			DeferCleanup(func() { stop(); <-done })
 
 			// A CA issuer from a CA Secret.
-			var keyPEM []byte
-			ca, keyPEM, err = pki.NewCA("cert-manager test CA", 24*time.Hour, time.Now())
+			ca, caKeyPEM, err = pki.NewCA("cert-manager test CA", 24*time.Hour, time.Now())
 			Expect(err).NotTo(HaveOccurred())
 			Expect(k8sClient.Create(ctx, &corev1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Name: "etcd-ca", Namespace: certManagerNS},
 				Type:       corev1.SecretTypeTLS,
-				Data:       map[string][]byte{corev1.TLSCertKey: ca.CertPEM, corev1.TLSPrivateKeyKey: keyPEM},
+				Data:       map[string][]byte{corev1.TLSCertKey: ca.CertPEM, corev1.TLSPrivateKeyKey: caKeyPEM},
 			})).To(Succeed())
 			issuer := &unstructured.Unstructured{Object: map[string]any{
 				"spec": map[string]any{"ca": map[string]any{"secretName": "etcd-ca"}},
@@ -232,6 +232,53 @@ var _ = Describe("TLS from cert-manager", func() {
 				}
 				g.Expect(apierrors.IsNotFound(get(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: resources.StatefulSetName(c), Namespace: c.Namespace}}))).To(BeTrue())
 			}, 2*time.Second, interval).Should(Succeed())
+		})
+
+		It("says an issuer that is not Ready is not, and creates nothing", func() {
+			issuer := &unstructured.Unstructured{Object: map[string]any{
+				"spec": map[string]any{"ca": map[string]any{"secretName": "no-such-secret"}},
+			}}
+			issuer.SetGroupVersionKind(resources.IssuerGVK(&etcdv1beta1.IssuerReference{Kind: "Issuer"}))
+			issuer.SetNamespace(certManagerNS)
+			issuer.SetName("broken")
+			Expect(k8sClient.Create(ctx, issuer)).To(Succeed())
+			c := issuedCluster(certManagerNS, "broken", "Issuer")
+			Expect(k8sClient.Create(ctx, c)).To(Succeed())
+			Eventually(condition(ctx, c, etcdv1beta1.ConditionDegraded), timeout, interval).Should(And(
+				statusIs(metav1.ConditionTrue, ReasonIssuerNotReady),
+				HaveField("Message", ContainSubstring("Issuer "+certManagerNS+"/broken named by spec.tls.issuerRef is not Ready")),
+				HaveField("Message", ContainSubstring("no-such-secret"))), "cert-manager's own reason is quoted")
+			Consistently(func(g Gomega) {
+				for _, leaf := range issuedLeaves(c) {
+					g.Expect(apierrors.IsNotFound(get(ctx, certificateObject(c.Namespace, resources.CertificateName(leaf))))).To(BeTrue())
+				}
+			}, 2*time.Second, interval).Should(Succeed())
+		})
+
+		It("issues from a ClusterIssuer", func() {
+			Expect(k8sClient.Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: "etcd-ca", Namespace: "cert-manager"},
+				Type:       corev1.SecretTypeTLS,
+				Data:       map[string][]byte{corev1.TLSCertKey: ca.CertPEM, corev1.TLSPrivateKeyKey: caKeyPEM},
+			})).To(Succeed())
+			issuer := &unstructured.Unstructured{Object: map[string]any{
+				"spec": map[string]any{"ca": map[string]any{"secretName": "etcd-ca"}},
+			}}
+			issuer.SetGroupVersionKind(resources.IssuerGVK(&etcdv1beta1.IssuerReference{Kind: "ClusterIssuer"}))
+			issuer.SetName("etcd-cluster-ca")
+			Expect(k8sClient.Create(ctx, issuer)).To(Succeed())
+			c := issuedCluster(certManagerNS, "etcd-cluster-ca", "ClusterIssuer")
+			Expect(k8sClient.Create(ctx, c)).To(Succeed())
+			for _, leaf := range issuedLeaves(c) {
+				Eventually(func(g Gomega) []byte {
+					s := &corev1.Secret{}
+					g.Expect(k8sClient.Get(ctx, key(c.Namespace, leaf.SecretName), s)).To(Succeed())
+					return s.Data["ca.crt"]
+				}, timeout, interval).Should(Equal(ca.CertPEM), leaf.SecretName)
+			}
+			Eventually(func() error {
+				return k8sClient.Get(ctx, key(c.Namespace, resources.StatefulSetName(c)), &appsv1.StatefulSet{})
+			}, timeout, interval).Should(Succeed())
 		})
 
 		It("has cert-manager issue the server, peer and client certificates, chained to the issuer's CA, and then builds the members", func() {
