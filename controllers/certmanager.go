@@ -91,7 +91,7 @@ func (r *EtcdClusterReconciler) reconcileIssuedTLS(ctx context.Context, s *recon
 			return waitError{certificatesPending{ReasonCertManagerMissing,
 				"cert-manager's Certificate kind is no longer served: install cert-manager again; nothing was changed"}, certManagerRetry}
 		case err != nil:
-			return fmt.Errorf("Certificate %s: %w", desired.GetName(), err)
+			return fmt.Errorf("apply cert-manager Certificate %s: %w", desired.GetName(), err)
 		}
 		logf.FromContext(ctx).Info("applied cert-manager Certificate", "certificate", desired.GetName())
 		s.applied.add(ctx, true, "Certificate", desired.GetName())
