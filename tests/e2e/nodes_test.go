@@ -341,16 +341,7 @@ var _ = Describe("Node events on three nodes", Label("nodes"), Serial, func() {
 		By("the survivor restarting alone: etcd answers again with the survivor's member ID")
 		Eventually(func(g Gomega) {
 			// The members that rejoin are learners that have not started (no name yet) while they wait.
-			cli := fw.ClusterClient(c)
-			defer func() { _ = cli.Close() }()
-			lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			resp, err := cli.MemberList(lctx)
-			g.Expect(err).NotTo(HaveOccurred())
-			got := map[uint64]string{}
-			for _, m := range resp.Members {
-				got[m.ID] = m.Name
-			}
+			got := memberNamesByIDG(g, c)
 			g.Expect(got).To(HaveKeyWithValue(ids[survivor], survivor))
 			for _, name := range lost {
 				g.Expect(got).NotTo(HaveKey(ids[name]), "%s is still in etcd with its old ID", name)

@@ -441,16 +441,26 @@ func memberIDsByName(c *etcdv1beta1.EtcdCluster, n int) map[string]uint64 {
 }
 
 func memberIDsByNameG(g Gomega, c *etcdv1beta1.EtcdCluster) map[string]uint64 {
+	out := map[string]uint64{}
+	for id, name := range memberNamesByIDG(g, c) {
+		g.Expect(name).NotTo(BeEmpty(), "member %x has not started", id)
+		out[name] = id
+	}
+	return out
+}
+
+// memberNamesByIDG returns the names of the cluster's members by ID, as etcd lists them through the client
+// Service ("" for a member that has not started).
+func memberNamesByIDG(g Gomega, c *etcdv1beta1.EtcdCluster) map[uint64]string {
 	cli := fw.ClusterClient(c)
 	defer func() { _ = cli.Close() }()
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	resp, err := cli.MemberList(lctx)
 	g.Expect(err).NotTo(HaveOccurred())
-	out := map[string]uint64{}
+	out := map[uint64]string{}
 	for _, m := range resp.Members {
-		g.Expect(m.Name).NotTo(BeEmpty(), "member %x has not started", m.ID)
-		out[m.Name] = m.ID
+		out[m.ID] = m.Name
 	}
 	return out
 }
