@@ -103,6 +103,17 @@ func TestPlan(t *testing.T) {
 		{name: "strict spread: a new member's pod on a member's node leaves it with its empty claim before it joins",
 			in: besideMember(true, 0), action: ActionDeleteVolume, ordinal: 1, replicas: 3, phase: PhaseScaling,
 			message: "member 1's pod shares node n-0 with member 0 while the spread is Required"},
+		{name: "strict spread: a later ordinal's pod on a member's node leaves it while an earlier learner waits for a node",
+			in: func() Observed {
+				survivor := voters(3)[2]
+				survivor.Leader = true
+				o := formed(3, 3, []Member{{ID: 9, Ordinal: 0, Learner: true}, survivor})
+				o.StrictSpread = true
+				o.Pods = map[int]Pod{0: {}, 1: {Node: "n-0"}, 2: {Ready: true, UpToDate: true, Node: "n-0"}}
+				return o
+			}(),
+			action: ActionDeleteVolume, ordinal: 1, replicas: 3, phase: PhaseScaling,
+			message: "member 1's pod shares node n-0 with member 2 while the spread is Required"},
 		{name: "preferred spread: a new member may join beside another",
 			in: besideMember(false, 0), action: ActionAddLearner, ordinal: 1, replicas: 3, phase: PhaseScaling},
 		{name: "strict spread: a claim that records a member's data is never deleted for placement",

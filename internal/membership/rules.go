@@ -44,6 +44,7 @@ var rules = []rule{
 	{"restart stuck pod", restartStuckPod},
 	{"finish replacement", finishReplacement},
 	{"wipe refused data", wipeRefusedData},
+	{"move off a member's node", moveOffMemberNode},
 	{"drop learner", dropLearner},
 	{"heal", heal},
 	{"stalled", stalled},
@@ -521,12 +522,6 @@ func scaleUp(o Observed, v view) (Decision, bool) {
 		d.Phase, d.Message = PhaseWaiting, fmt.Sprintf("not adding member %d: its pod serves etcd, but no member in etcd maps to it", k)
 		return d, true
 	}
-	if beside, ok := sharesNode(o, v, k); ok && o.StrictSpread && o.Volumes[k].MemberID == 0 {
-		// Only a pod the operator bound itself (a survivor's, in a quorum-loss recovery) shares a node under a
-		// strict spread: the new member waits for a node of its own, as the spread requires, before it joins.
-		return deleteData(o, v, k, PhaseScaling, fmt.Sprintf("member %d's pod shares node %s with member %d while the spread is Required: "+
-			"its pod and empty claim are deleted so that it joins on a node of its own", k, o.Pods[k].Node, beside)), true
-	}
 	d.Action, d.Message = Action{Type: ActionAddLearner, Ordinal: k}, fmt.Sprintf("adding member %d as a learner (%d of %d members)", k, len(v.ours)+1, o.Desired)
 	// The configuration lists the new member before etcd does: its pod may already wait in its member
 	// gate, and etcd starts on the configuration the kubelet reads once the gate lets it (the controller
@@ -535,6 +530,26 @@ func scaleUp(o Observed, v view) (Decision, bool) {
 	slices.SortFunc(joined, compareOrdinals)
 	d.Config = existingConfig(joined, v.unknown)
 	return d, true
+}
+
+// moveOffMemberNode: under a strict spread, the pod of an ordinal etcd does not list, with an empty claim, that
+// shares a member's node leaves it with its claim, so that it joins on a node of its own. Only a pod the
+// operator bound itself (a survivor's, in a quorum-loss recovery) lets one land there; whichever ordinal took
+// the node, and whatever member is added meanwhile, it moves before the nodes it waits for come back.
+func moveOffMemberNode(o Observed, v view) (Decision, bool) {
+	if !o.StrictSpread {
+		return Decision{}, false
+	}
+	for k := range o.Desired {
+		if _, isMember := byOrdinal(v.ours, k); isMember || o.Volumes[k].MemberID != 0 {
+			continue
+		}
+		if beside, ok := sharesNode(o, v, k); ok {
+			return deleteData(o, v, k, PhaseScaling, fmt.Sprintf("member %d's pod shares node %s with member %d while the spread is Required: "+
+				"its pod and empty claim are deleted so that it joins on a node of its own", k, o.Pods[k].Node, beside)), true
+		}
+	}
+	return Decision{}, false
 }
 
 // sharesNode returns a member whose pod runs on the node ordinal k's pod is placed on.

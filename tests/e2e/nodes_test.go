@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -63,13 +64,12 @@ var _ = Describe("Node events on three nodes", Label("nodes"), Serial, func() {
 			term := raftTerm(c)
 			start := time.Now()
 			By(fmt.Sprintf("draining %s (member %s; leader %s)", node, nodes[node][0], leader))
-			out, err := fw.Kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=3m")
-			Expect(err).NotTo(HaveOccurred(), out)
+			drainNode(node)
 			// The member's volume is on the drained node: its pod waits there until the node is back, as it
 			// would for a kernel upgrade's reboot. No member is removed meanwhile.
 			Consistently(func(g Gomega) { expectSameMembers(g, c, before.ids, nodes[node][0]) }).
 				WithTimeout(5 * time.Second).WithPolling(time.Second).Should(Succeed())
-			out, err = fw.Kubectl("uncordon", node)
+			out, err := fw.Kubectl("uncordon", node)
 			Expect(err).NotTo(HaveOccurred(), out)
 			fw.WaitAvailable(c, 3*time.Minute)
 			expectVotingMembers(c, memberNames(c, 3), 2*time.Minute)
@@ -97,7 +97,10 @@ var _ = Describe("Node events on three nodes", Label("nodes"), Serial, func() {
 	It("changes nothing when a member's node is partitioned for less than --heal-after", func() {
 		_, c, w, s, before := startSafetyScenario("partition")
 		node, member := memberNodeAwayFromOperator(c)
-		DeferCleanup(func() { framework.Heal(node) })
+		DeferCleanup(func() {
+			framework.Heal(node)
+			fw.WaitNodeReady(node, true, 2*time.Minute)
+		})
 		By(fmt.Sprintf("partitioning %s (member %s) until it is NotReady", node, member))
 		start := time.Now()
 		framework.Partition(node)
@@ -217,6 +220,7 @@ var _ = Describe("Node events on three nodes", Label("nodes"), Serial, func() {
 			DeferCleanup(func() {
 				if !back {
 					undo(node)
+					fw.WaitNodeReady(node, true, 2*time.Minute)
 				}
 			})
 
@@ -293,6 +297,9 @@ var _ = Describe("Node events on three nodes", Label("nodes"), Serial, func() {
 		DeferCleanup(func() {
 			for node := range off {
 				framework.PowerOn(node)
+			}
+			for node := range off {
+				fw.WaitNodeReady(node, true, 2*time.Minute)
 			}
 		})
 		start := time.Now()
@@ -502,4 +509,22 @@ func raftTerm(c *etcdv1beta1.EtcdCluster) uint64 {
 		return err
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 	return term
+}
+
+// drainNode drains node as an administrator would. kubectl retries an eviction the budget refuses, but gives
+// up on any other eviction error: such a drain is run again, as an administrator would run it, once; every
+// failure is kept in the report with kubectl's whole message, and a second one fails the spec.
+func drainNode(node string) {
+	GinkgoHelper()
+	for attempt := 1; ; attempt++ {
+		out, err := fw.Kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=3m")
+		if err == nil {
+			return
+		}
+		failure := strings.Join(strings.Fields(out+" "+err.Error()), " ")
+		AddReportEntry(fmt.Sprintf("drain of %s failed (attempt %d)", node, attempt), failure)
+		if attempt == 2 {
+			Fail("drain of " + node + ": " + failure)
+		}
+	}
 }
