@@ -134,13 +134,13 @@ test-bundle: bundle-check bundle-validate operatorhub ## bundle/ regenerates unc
 ##@ Benchmarks
 
 .PHONY: bench
-bench: etcd ## Benchmarks (not tests): Go benchmarks against real etcd, the envtest scale run, served load (bench-served), the node figures (bench-node), then the report (~1 h warm).
+bench: etcd ## Benchmarks (not tests): Go benchmarks against real etcd, point-in-time restore of 1 GiB (bench-restore), the envtest scale run, served load (bench-served), the node figures (bench-node), then the report (~1 h warm).
 	mkdir -p $(BENCH_DIR)
 	{ ETCD_BIN_DIR="$(ETCD_BIN)" go test -run '^$$' -bench . -benchtime 3x ./internal/membership/ && \
 	  ETCD_BIN_DIR="$(ETCD_BIN)" go test -run '^$$' -bench BackupRestore -benchtime 1x -timeout 30m ./internal/backup/ && \
 	  ETCD_BIN_DIR="$(ETCD_BIN)" go test -run '^$$' -bench CaptureThroughput -benchtime 20000x -timeout 30m ./internal/backup/continuous/ && \
 	  echo "load: $$(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min)"; } | tee $(BENCH_DIR)/go-bench.txt
-	$(MAKE) --no-print-directory bench-envtest bench-envtest-limit bench-envtest-large bench-served bench-node bench-report
+	$(MAKE) --no-print-directory bench-restore bench-envtest bench-envtest-limit bench-envtest-large bench-served bench-node bench-report
 
 ##@ Development
 

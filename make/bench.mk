@@ -28,6 +28,11 @@ BENCH_SERVED_DURATION ?= 10s
 BENCH_SERVED_GET_DURATION ?= 4s
 BENCH_SERVED_VARIANTS ?= plain,tls,tls-shared
 BENCH_SERVED_MAX_OTHERS ?= 0
+# restore part (one etcd on localhost, no node): database size, minutes of changes captured after its full
+# snapshot, and their rate.
+BENCH_RESTORE_DB_MIB ?= 1024
+BENCH_RESTORE_CHANGE_MINUTES ?= 2
+BENCH_RESTORE_WRITES_PER_SEC ?= 100
 
 ##@ Benchmarks
 
@@ -57,6 +62,13 @@ bench-served: etcd ## Three etcd members on localhost with the operator's config
 		-get-duration $(BENCH_SERVED_GET_DURATION) -variants $(BENCH_SERVED_VARIANTS) -max-others $(BENCH_SERVED_MAX_OTHERS) \
 		-before tests/bench/served/before.json -out $(BENCH_DIR)/served
 	@echo "table: $(BENCH_DIR)/served/table.md; with the profiles' breakdown: $(BENCH_DIR)/served/report.md"
+
+.PHONY: bench-restore
+bench-restore: etcd ## Point-in-time restore of a 1 GiB etcd plus 2 minutes of changes, as the product runs it (no node): capture, replay Job, member restore, etcd serving, HashKV = source's.
+	@mkdir -p $(BENCH_DIR)
+	BENCH_RESTORE_DB_MIB=$(BENCH_RESTORE_DB_MIB) BENCH_RESTORE_CHANGE_MINUTES=$(BENCH_RESTORE_CHANGE_MINUTES) \
+		BENCH_RESTORE_WRITES_PER_SEC=$(BENCH_RESTORE_WRITES_PER_SEC) ETCD_BIN_DIR="$(ETCD_BIN)" \
+		go test -run '^$$' -bench PointInTimeRestore -benchtime 1x -timeout 60m ./internal/backup/continuous/ | tee $(BENCH_DIR)/restore.txt
 
 .PHONY: bench-node
 bench-node: kubectl ## Operator vs a bare etcd StatefulSet on the local node (holds the node lock; deploys the operator).

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/seedops/etcd-operator/internal/backup"
+	"github.com/seedops/etcd-operator/internal/etcdtest"
 )
 
 // BenchmarkBackupRestore fills a real etcd with BENCH_DB_MIB MiB (default 1024) of values, then times a
@@ -23,15 +24,9 @@ func BenchmarkBackupRestore(b *testing.B) {
 	}
 	src := startCluster(b, "bench", 1)
 	cli := client(b, src, 1)
-	value := make([]byte, 512<<10)
-	for i := range value {
-		value[i] = byte('a' + i%26)
-	}
 	start := time.Now()
-	for i := 0; i < mib*2; i++ {
-		if _, err := cli.Put(context.Background(), fmt.Sprintf("/bench/%06d", i), string(value)); err != nil {
-			b.Fatal(err)
-		}
+	if _, err := etcdtest.Fill(context.Background(), cli, "/bench/", int64(mib)<<20, 512<<10); err != nil {
+		b.Fatal(err)
 	}
 	b.Logf("wrote %d MiB in %s", mib, time.Since(start).Round(time.Millisecond))
 	store := &backup.DirStore{Root: filepath.Join(b.TempDir(), "backups"), Claim: "bench"}
