@@ -101,7 +101,7 @@ type earlier struct {
 }
 
 func main() {
-	in := flag.String("in", "bin/bench", "directory with envtest/results.json, node/*.json, go-bench.txt")
+	in := flag.String("in", "bin/bench", "directory with envtest/results.json, node/*.json, go-bench.txt, restore.txt")
 	mdPath := flag.String("md", "docs/benchmarks.md", "Markdown report")
 	pngPath := flag.String("png", "docs/benchmarks.png", "PNG chart")
 	notes := flag.String("notes", "tests/bench/notes.md", "hand-written analysis appended to the report (profiles, bounds)")
@@ -352,6 +352,19 @@ func main() {
 		w("## Backup and restore of ~1 GiB\n\nMeasured by `make bench` (`BenchmarkBackupRestore`, real etcd, no node); its output was not\navailable to this report (write it to `bin/bench/go-bench.txt`).\n\n")
 	}
 
+	// Point-in-time restore of `make bench-restore`: its own table, as printed.
+	if lines := linesWith(filepath.Join(*in, "restore.txt"), "point-in-time", "capture:", "|", "load:"); len(lines) > 0 {
+		w("## Point-in-time restore (`make bench-restore`)\n")
+		for i, l := range lines {
+			// A blank line before each line but the table's own rows: paragraphs, one table.
+			if i == 0 || !strings.HasPrefix(l, "|") || !strings.HasPrefix(lines[i-1], "|") {
+				w("\n")
+			}
+			w("%s\n", l)
+		}
+		w("\n")
+	}
+
 	befores := map[string]earlier{}
 	readJSON(*beforePath, &befores)
 	w("## Targets\n\n| target | previous report | measured | met |\n|---|---|---|---|\n")
@@ -396,7 +409,10 @@ func readJSON(path string, v any) bool {
 }
 
 // goBench keeps the result lines of `go test -bench` output.
-func goBench(path string) []string {
+func goBench(path string) []string { return linesWith(path, "Benchmark", "snapshot ", "load:") }
+
+// linesWith returns the lines of a file that begin with one of the prefixes (none when it is missing).
+func linesWith(path string, prefixes ...string) []string {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil
@@ -405,8 +421,12 @@ func goBench(path string) []string {
 	var out []string
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if l := sc.Text(); strings.HasPrefix(l, "Benchmark") || strings.HasPrefix(l, "snapshot ") || strings.HasPrefix(l, "load:") {
-			out = append(out, l)
+		l := sc.Text()
+		for _, p := range prefixes {
+			if strings.HasPrefix(l, p) {
+				out = append(out, l)
+				break
+			}
 		}
 	}
 	return out
