@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	bolt "go.etcd.io/bbolt"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -391,7 +392,11 @@ func utc(t time.Time) time.Time {
 
 func (a *agent) handler() http.Handler {
 	reg := prometheus.NewRegistry()
+	// The process and Go runtime metrics say what the agent costs (CPU seconds, resident memory) beside what
+	// it captured.
 	reg.MustRegister(newAgentCollector(a))
+	prometheus.WrapRegistererWith(prometheus.Labels{"namespace": a.cfg.Namespace, "cluster": a.cfg.Cluster}, reg).
+		MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -201,6 +201,8 @@ func TestContinuousBackupAndPITR(t *testing.T) {
 		"etcd_operator_continuous_backup_segments_written_total" + labels + " ",
 		"etcd_operator_continuous_backup_bytes_written_total" + labels + " ",
 		"etcd_operator_continuous_backup_recovery_point_seconds" + labels + " ",
+		"process_cpu_seconds_total" + labels + " ",
+		"process_resident_memory_bytes" + labels + " ",
 	} {
 		if !bytes.Contains(body, []byte(want)) {
 			t.Errorf("/metrics lacks %q:\n%s", want, body)

@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -48,6 +51,8 @@ var _ = Describe("Continuous backup and point-in-time restore", Label("backup"),
 		By("writing under a writer while sampling the recovery point from the agent")
 		agent := agentStatusURL(src)
 		samples := sampleRecoveryPoint(agent)
+		cpuBefore, _ := agentProcess(agent)
+		writing := time.Now()
 		w := fw.StartWriter(src, "pitr-writer")
 		want, _ := writeKeys(src, "/e2e/pitr", 2000)
 		w.WaitProgress(200, 2*time.Minute)
@@ -66,6 +71,9 @@ var _ = Describe("Continuous backup and point-in-time restore", Label("backup"),
 			g.Expect(fw.GetCluster(src).Status.ContinuousBackup.NewestRevision).To(BeNumerically(">", del.Header.Revision))
 		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 		samples.stop()
+		cpuAfter, rss := agentProcess(agent)
+		AddReportEntry("agent under the writer", fmt.Sprintf("%.0f millicores over %s, resident memory %.0f MiB",
+			1000*(cpuAfter-cpuBefore)/time.Since(writing).Seconds(), time.Since(writing).Round(time.Second), rss/(1<<20)))
 		w.StopAndVerify(src)
 		p50, p99 := samples.percentiles()
 		framework.ReportDuration("recovery point p50 (age of the newest captured write, 1 s segments)", p50)
@@ -133,6 +141,23 @@ func agentStatusURL(c *etcdv1beta1.EtcdCluster) string {
 	pod := &corev1.Pod{}
 	ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.ContinuousBackupName(c) + "-0"}, pod)).To(Succeed())
 	return fmt.Sprintf("http://%s:%d/status", pod.Status.PodIP, resources.ContinuousBackupPort)
+}
+
+// agentProcess reads the agent's CPU seconds and resident memory from its /metrics (its process collector).
+func agentProcess(statusURL string) (cpuSeconds, residentBytes float64) {
+	resp, err := http.Get(strings.TrimSuffix(statusURL, "/status") + "/metrics")
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	defer func() { _ = resp.Body.Close() }()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	value := func(name string) float64 {
+		f := families[name]
+		ExpectWithOffset(2, f.GetMetric()).To(HaveLen(1), "the agent's /metrics has one %s", name)
+		m := f.GetMetric()[0]
+		return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+	}
+	return value("process_cpu_seconds_total"), value("process_resident_memory_bytes")
 }
 
 // recoveryPoints samples the age of the newest write the agent has stored, twice a second.
