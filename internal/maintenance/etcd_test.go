@@ -41,6 +41,24 @@ func fillUntilNoSpace(t *testing.T, cli *clientv3.Client, key func(i int) string
 	t.Fatal("etcd never raised NOSPACE")
 }
 
+// waitServing waits until the cluster answers a linearizable read (its members restarted).
+func waitServing(t *testing.T, cli *clientv3.Client) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := cli.Get(ctx, "/serving")
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarted cluster does not answer: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // spaceRun observes the cluster the way the controller does and takes the plan's steps.
 type spaceRun struct {
 	t         *testing.T
@@ -275,10 +293,25 @@ func TestNoSpaceRecoveryTakesOneActionPerStep(t *testing.T) {
 func TestNoSpaceFromLiveDataStaysUntilKeysAreDeleted(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := etcdtest.StartStatic(t, "full", 3, map[string]string{"ETCD_QUOTA_BACKEND_BYTES": fmt.Sprint(quota)})
+	// Distinct keys: compaction frees nothing, the data itself fills the quota. They are written under etcd's
+	// default quota first, then every member restarts with the test's: how far the database file outgrows its
+	// data on the way (further on a loaded machine) cannot make NOSPACE come before the data fills the quota.
+	c := etcdtest.StartStatic(t, "full", 3, nil)
 	cli := c.Client(t, nil, 0, 1, 2)
-	// Distinct keys: compaction frees nothing, the data itself fills the quota.
-	fillUntilNoSpace(t, cli, func(i int) string { return fmt.Sprintf("/live/%04d", i) })
+	value := strings.Repeat("x", 256<<10)
+	for i := range 15 * quota / 16 / len(value) {
+		if _, err := cli.Put(ctx, fmt.Sprintf("/live/%04d", i), value); err != nil {
+			t.Fatalf("put %d: %v", i, err)
+		}
+	}
+	for _, i := range etcdtest.Ordinals(3) {
+		c.Stop(i)
+		if err := c.StartWithEnv(i, c.InitialCluster(etcdtest.Ordinals(3)), "new", map[string]string{"ETCD_QUOTA_BACKEND_BYTES": fmt.Sprint(quota)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitServing(t, cli)
+	fillUntilNoSpace(t, cli, func(i int) string { return fmt.Sprintf("/live/%04d", 1000+i) })
 
 	run := &spaceRun{t: t, c: c, n: 3}
 	steps := run.recover(ctx)
