@@ -42,6 +42,8 @@ GINKGO_VERSION := $(shell awk '$$1=="github.com/onsi/ginkgo/v2" {print $$2}' go.
 # Kubernetes and etcd versions come from the wrapper modules under hack/tools (one place to change them).
 K8S_VERSION := $(shell awk '$$1=="require" && $$2=="k8s.io/kubernetes" {print $$3}' hack/tools/kubernetes/go.mod)
 ETCD_VERSION := $(shell awk '$$1=="go.etcd.io/etcd/server/v3" {print $$2}' hack/tools/etcd/go.mod)
+# cert-manager, whose controller the envtest suites run (hack/certmanager wraps its library module).
+CERT_MANAGER_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/cert-manager/cert-manager" {print $$3}' hack/certmanager/go.mod)
 HELM_VERSION := $(shell awk '$$1=="require" && $$2=="helm.sh/helm/v3" {print $$3} $$1=="helm.sh/helm/v3" {print $$2}' hack/tools/helm/go.mod | head -1)
 
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
@@ -56,6 +58,8 @@ ETCD_BIN := $(LOCALBIN)/etcd/$(ETCD_VERSION)
 ETCD_NEXT_VERSION := $(shell ls hack/node/tools | sed -n 's/^etcd-//p' | sort -V | tail -1)
 ETCD_NEXT_BIN := $(LOCALBIN)/etcd/$(ETCD_NEXT_VERSION)
 KUBECTL ?= $(KUBE_BIN)/kubectl
+# The cert-manager controller built from hack/certmanager, and that version's CRDs (crds/).
+CERT_MANAGER_DIR := $(LOCALBIN)/cert-manager-$(CERT_MANAGER_VERSION)
 # envtest finds kube-apiserver and etcd here (a directory of links to the binaries built from source).
 ENVTEST_ASSETS := $(LOCALBIN)/envtest/$(K8S_VERSION)-etcd-$(ETCD_VERSION)
 
@@ -115,8 +119,8 @@ lint: golangci-lint ## golangci-lint with the bug-finding linters of .golangci.y
 ##@ Test
 
 .PHONY: test
-test: manifests generate fmt vet envtest etcd etcd-next minio helm kustomize ## Unit, golden-file, real-etcd, real-S3, envtest and Helm chart suites, then the OLM render check and helm lint (offline).
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" ETCD_BIN_DIR="$(ETCD_BIN)" ETCD_NEXT_BIN_DIR="$(ETCD_NEXT_BIN)" MINIO_BIN="$(MINIO)" \
+test: manifests generate fmt vet envtest etcd etcd-next minio helm kustomize cert-manager ## Unit, golden-file, real-etcd, real-S3, envtest and Helm chart suites, then the OLM render check and helm lint (offline).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" ETCD_BIN_DIR="$(ETCD_BIN)" ETCD_NEXT_BIN_DIR="$(ETCD_NEXT_BIN)" MINIO_BIN="$(MINIO)" CERT_MANAGER_DIR="$(CERT_MANAGER_DIR)" \
 	  HELM="$(HELM)" KUSTOMIZE="$(KUSTOMIZE)" VERSION="$(VERSION)" go test -tags failpoints $$(go list ./... | grep -v /tests/e2e) -coverprofile cover.out
 	$(MAKE) olm-render-check helm-lint
 
@@ -260,6 +264,10 @@ $(ETCD_BIN)/etcd:
 etcd-next: $(ETCD_NEXT_BIN)/etcd ## Build the newest etcd the node also runs, for the real-etcd tests of what only it has.
 $(ETCD_NEXT_BIN)/etcd:
 	ETCD_MODULE=hack/node/tools/etcd-$(ETCD_NEXT_VERSION) OUT=$(ETCD_NEXT_BIN) hack/build-etcd.sh etcd
+
+.PHONY: cert-manager
+cert-manager: ## Build the cert-manager controller (CA issuers) from hack/certmanager and copy its CRDs, into bin/cert-manager-<version>.
+	hack/build-certmanager.sh
 
 .PHONY: envtest
 envtest: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd ## Build envtest's kube-apiserver and etcd from source (cold: ~15 min).

@@ -71,6 +71,11 @@ const (
 	ReasonCertificateIssued  = "CertificateIssued"
 	ReasonCertificateRenewed = "CertificateRenewed"
 	ReasonTLSRefused         = "TLSRefused"
+	// ReasonCertManagerMissing, ReasonIssuerNotReady and ReasonCertificatesPending: a cluster with
+	// spec.tls.issuerRef waits for cert-manager's kinds, for its issuer, or for its certificates.
+	ReasonCertManagerMissing  = "CertManagerMissing"
+	ReasonIssuerNotReady      = "IssuerNotReady"
+	ReasonCertificatesPending = "CertificatesPending"
 	// ReasonSecretNotManaged: a Secret the operator would create (the CA, the root password) already
 	// exists without the operator's managed-by label; it is left untouched and the phase stops.
 	ReasonSecretNotManaged = "SecretNotManaged"

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -41,6 +42,9 @@ type tlsObservation struct {
 	options resources.Options
 	// refusal says why the TLS setting cannot be applied (the running members disagree with the spec).
 	refusal string
+	// certificates are the cluster's cert-manager Certificates by name, with spec.tls.issuerRef; nil where
+	// the API server does not serve the kind.
+	certificates map[string]*unstructured.Unstructured
 }
 
 // tlsRefusal stops a reconcile that would change a running cluster's scheme: members that disagree on
@@ -101,24 +105,13 @@ func (r *EtcdClusterReconciler) observeTLS(ctx context.Context, c *etcdv1beta1.E
 	if !resources.TLSEnabled(c) {
 		return t, nil
 	}
-	t.caOwned = c.Spec.TLS.CASecretName == ""
-	var reader client.Reader = r.Client
-	if !t.caOwned {
-		reader = r.liveReader() // the user's: not in the operator's label-filtered cache
-	}
-	caSecret := &corev1.Secret{}
-	err := reader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.CASecretName(c)}, caSecret)
-	switch {
-	case err == nil:
-		t.caSecret = caSecret
-		if t.ca, err = pki.ParseCA(caSecret.Data[corev1.TLSCertKey], caSecret.Data[corev1.TLSPrivateKeyKey]); err != nil {
-			t.caErr = fmt.Errorf("CA Secret %s (keys tls.crt, tls.key): %w", caSecret.Name, err)
+	var err error
+	if c.Spec.TLS.IssuerRef != nil {
+		// cert-manager's issuer holds the CA; its Certificates say how issuance goes.
+		if err := r.observeIssuedCertificates(ctx, c, &t); err != nil {
+			return t, err
 		}
-	case apierrors.IsNotFound(err):
-		if !t.caOwned {
-			t.caErr = fmt.Errorf("CA Secret %s named by spec.tls.caSecretName not found", resources.CASecretName(c))
-		}
-	default:
+	} else if err := r.observeCA(ctx, c, &t); err != nil {
 		return t, err
 	}
 	t.leaves = map[string]*corev1.Secret{}
@@ -141,6 +134,31 @@ func (r *EtcdClusterReconciler) observeTLS(ctx context.Context, c *etcdv1beta1.E
 	return t, nil
 }
 
+// observeCA reads the CA that signs the cluster's certificates when the operator issues them.
+func (r *EtcdClusterReconciler) observeCA(ctx context.Context, c *etcdv1beta1.EtcdCluster, t *tlsObservation) error {
+	t.caOwned = c.Spec.TLS.CASecretName == ""
+	var reader client.Reader = r.Client
+	if !t.caOwned {
+		reader = r.liveReader() // the user's: not in the operator's label-filtered cache
+	}
+	caSecret := &corev1.Secret{}
+	err := reader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.CASecretName(c)}, caSecret)
+	switch {
+	case err == nil:
+		t.caSecret = caSecret
+		if t.ca, err = pki.ParseCA(caSecret.Data[corev1.TLSCertKey], caSecret.Data[corev1.TLSPrivateKeyKey]); err != nil {
+			t.caErr = fmt.Errorf("CA Secret %s (keys tls.crt, tls.key): %w", caSecret.Name, err)
+		}
+	case apierrors.IsNotFound(err):
+		if !t.caOwned {
+			t.caErr = fmt.Errorf("CA Secret %s named by spec.tls.caSecretName not found", resources.CASecretName(c))
+		}
+	default:
+		return err
+	}
+	return nil
+}
+
 // reconcileTLS creates the CA when the operator owns it, and issues each server, peer and client
 // certificate that is missing, due for renewal or no longer right for the cluster. Members read their
 // certificate files on every new connection, so a renewed certificate reaches them through the kubelet's
@@ -152,6 +170,9 @@ func (r *EtcdClusterReconciler) reconcileTLS(ctx context.Context, s *reconcileSc
 	}
 	if !resources.TLSEnabled(c) {
 		return nil
+	}
+	if c.Spec.TLS.IssuerRef != nil {
+		return r.reconcileIssuedTLS(ctx, s)
 	}
 	if t.caErr != nil {
 		return waitError{t.caErr, 15 * time.Second}
