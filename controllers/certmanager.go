@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -192,3 +193,90 @@ func certificateState(u *unstructured.Unstructured) string {
 // issuedSecretToCluster maps a certificate Secret cert-manager wrote (labelled through the Certificate's
 // secretTemplate, owned by no one) to its cluster.
 var issuedSecretToCluster = componentToCluster(resources.ComponentTLS)
+
+// cert-manager annotates each Secret it writes for a Certificate with the Certificate's and the issuer's names.
+const (
+	certManagerCertificateAnnotation = "cert-manager.io/certificate-name"
+	certManagerIssuerNameAnnotation  = "cert-manager.io/issuer-name"
+	certManagerIssuerKindAnnotation  = "cert-manager.io/issuer-kind"
+	certManagerIssuerGroupAnnotation = "cert-manager.io/issuer-group"
+)
+
+// issuerRefSpecProblem says why spec.tls.issuerRef cannot be used with the rest of spec.tls (with
+// caSecretName, or with TLS off); empty when it can. The refusals of spec.tls.issuerRef are the operator's,
+// not CEL rules on spec.tls: a new rule on an existing field is a change OLM v1's upgrade-safety check refuses
+// (objects already stored might break it), while the operator can refuse, change nothing, and say why. The
+// API server refuses only a changed issuerRef (a rule on the new field itself).
+func issuerRefSpecProblem(c *etcdv1beta1.EtcdCluster) string {
+	ref := c.Spec.TLS.IssuerRef
+	switch {
+	case ref == nil:
+		return ""
+	case c.Spec.TLS.CASecretName != "":
+		return fmt.Sprintf("spec.tls.issuerRef (%s) and spec.tls.caSecretName (%s) are exclusive: certificates come from a "+
+			"cert-manager issuer or from a CA, not both; nothing was changed. Remove spec.tls.issuerRef "+
+			"(spec.tls.caSecretName cannot be removed from an existing cluster)", issuerDescription(c), c.Spec.TLS.CASecretName)
+	case !resources.TLSEnabled(c):
+		return fmt.Sprintf("spec.tls.issuerRef (%s) needs TLS, but spec.tls.enabled is false: the certificates an issuer "+
+			"issues are for TLS; nothing was changed. Remove spec.tls.issuerRef, or, for TLS with certificates from the "+
+			"issuer, restore a backup into a new cluster with spec.tls.enabled true (a running cluster cannot switch "+
+			"from plaintext to TLS)", issuerDescription(c))
+	}
+	return ""
+}
+
+// issuerRefSwitch says why the certificates of a cluster with TLS cannot come from where spec.tls.issuerRef now
+// says: issuerRef added to a cluster whose certificates the operator's CA signs, or removed from one whose
+// certificates cert-manager issues. Empty when they can. The members trust one CA for their lifetime, and
+// certificates from another would cut them off from each other (a switch needs members to trust both CAs
+// during the change, which the operator does not do).
+//
+// Where the certificates come from is read from the Secrets, not recorded anew: the operator's CA Secret
+// exists (with the operator's label, in the cache) only for a cluster whose certificates that CA signs, and
+// cert-manager annotates every certificate Secret it writes with its Certificate (cert-manager.io/
+// certificate-name) while the operator's own carry no such annotation. Both survive an operator restart and
+// an upgrade, and hold for clusters created before status could have recorded anything.
+func (r *EtcdClusterReconciler) issuerRefSwitch(ctx context.Context, c *etcdv1beta1.EtcdCluster, t tlsObservation) (string, error) {
+	leaves := resources.LeafCertificates(c, t.options)
+	if c.Spec.TLS.IssuerRef != nil {
+		by := ""
+		ca := &corev1.Secret{}
+		switch err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.CASecretName(c)}, ca); {
+		case err == nil:
+			by = "the operator's CA (Secret " + ca.Name + ")"
+		case !apierrors.IsNotFound(err):
+			return "", err
+		}
+		for _, leaf := range leaves {
+			if s := t.leaves[leaf.SecretName]; by == "" && s != nil && s.Annotations[certManagerCertificateAnnotation] == "" {
+				by = "the operator's CA (Secret " + s.Name + " was not written by cert-manager)"
+			}
+		}
+		if by == "" {
+			return "", nil
+		}
+		return fmt.Sprintf("spec.tls.issuerRef (%s) was added to a cluster whose certificates %s signs: the members trust "+
+			"that CA alone, and certificates from the issuer would cut them off from each other, so nothing was changed. "+
+			"Remove spec.tls.issuerRef, or restore a backup into a new cluster with it (spec.bootstrap.fromBackup)",
+			issuerDescription(c), by), nil
+	}
+	for _, leaf := range leaves {
+		s := t.leaves[leaf.SecretName]
+		if s == nil || s.Annotations[certManagerCertificateAnnotation] == "" {
+			continue
+		}
+		return fmt.Sprintf("spec.tls.issuerRef was removed from a cluster whose certificates cert-manager issues (Secret %s, "+
+			"from Certificate %s): the members trust the issuer's CA alone, and certificates from the operator's CA would "+
+			"cut them off from each other, so nothing was changed. Set spec.tls.issuerRef back (name: %s, kind: %s, group: %s), "+
+			"or restore a backup into a new cluster without it (spec.bootstrap.fromBackup)",
+			s.Name, s.Annotations[certManagerCertificateAnnotation], s.Annotations[certManagerIssuerNameAnnotation],
+			s.Annotations[certManagerIssuerKindAnnotation], s.Annotations[certManagerIssuerGroupAnnotation]), nil
+	}
+	return "", nil
+}
+
+// issuerDescription is spec.tls.issuerRef as a message shows it.
+func issuerDescription(c *etcdv1beta1.EtcdCluster) string {
+	gvk := resources.IssuerGVK(c.Spec.TLS.IssuerRef)
+	return gvk.Kind + " " + c.Spec.TLS.IssuerRef.Name + " of " + gvk.Group
+}

@@ -16,6 +16,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -107,33 +108,75 @@ var _ = Describe("TLS from cert-manager", func() {
 		}, 2*time.Second, interval).Should(BeTrue(), "no member is created without certificates")
 	})
 
-	It("refuses adding, removing or changing issuerRef on an existing cluster, and issuerRef with caSecretName or without TLS", func() {
-		c := newCluster(watchedNS)
-		Expect(k8sClient.Create(ctx, c)).To(Succeed())
-		err := retryUpdate(ctx, c, func(o client.Object) {
-			o.(*etcdv1beta1.EtcdCluster).Spec.TLS.IssuerRef = &etcdv1beta1.IssuerReference{Name: "ca"}
-		})
-		Expect(err).To(MatchError(ContainSubstring("tls.issuerRef cannot be added, removed or changed")))
-
+	It("has the API server refuse a changed issuerRef, and accepts the rest for the operator to judge", func() {
 		issued := issuedCluster(watchedNS, "ca", "Issuer")
 		Expect(k8sClient.Create(ctx, issued)).To(Succeed())
 		Expect(issued.Spec.TLS.IssuerRef.Group).To(Equal("cert-manager.io"), "the group defaults to cert-manager's")
 		for _, edit := range []func(*etcdv1beta1.TLSSpec){
-			func(t *etcdv1beta1.TLSSpec) { t.IssuerRef = nil },
 			func(t *etcdv1beta1.TLSSpec) { t.IssuerRef.Name = "other" },
 			func(t *etcdv1beta1.TLSSpec) { t.IssuerRef.Kind = "ClusterIssuer" },
+			func(t *etcdv1beta1.TLSSpec) { t.IssuerRef.Group = "example.com" },
 		} {
 			err := retryUpdate(ctx, issued, func(o client.Object) { edit(&o.(*etcdv1beta1.EtcdCluster).Spec.TLS) })
-			Expect(err).To(MatchError(ContainSubstring("tls.issuerRef cannot be added, removed or changed")))
+			Expect(err).To(MatchError(ContainSubstring("tls.issuerRef cannot be changed on an existing cluster")))
 		}
+	})
 
+	It("refuses issuerRef added to a cluster whose certificates the operator's CA signs, changes nothing, and clears when it is removed", func() {
+		c := newCluster(watchedNS)
+		createAndSettle(ctx, c)
+		before := runningState(ctx, c)(Default)
+		Expect(before).To(HaveKeyWithValue("Secret "+resources.CASecretName(c), Not(Equal("absent"))))
+
+		Expect(retryUpdate(ctx, c, func(o client.Object) {
+			o.(*etcdv1beta1.EtcdCluster).Spec.TLS.IssuerRef = &etcdv1beta1.IssuerReference{Name: "ca"}
+		})).To(Succeed(), "the API server leaves adding issuerRef to the operator")
+		Eventually(condition(ctx, c, etcdv1beta1.ConditionDegraded), timeout, interval).Should(And(
+			statusIs(metav1.ConditionTrue, ReasonIssuerRefRefused),
+			HaveField("Message", ContainSubstring("spec.tls.issuerRef (Issuer ca of cert-manager.io) was added to a cluster whose certificates the operator's CA")),
+			HaveField("Message", ContainSubstring("nothing was changed. Remove spec.tls.issuerRef"))))
+		Expect(condition(ctx, c, etcdv1beta1.ConditionProgressing)(Default)).To(statusIs(metav1.ConditionFalse, ReasonIssuerRefRefused))
+		Eventually(func() ([]eventsv1.Event, error) { return eventsWithReason(ctx, c, ReasonIssuerRefRefused) }, timeout, interval).
+			ShouldNot(BeEmpty(), "a Warning event says so")
+		Consistently(runningState(ctx, c), 2*time.Second, interval).Should(Equal(before),
+			"no member configuration, StatefulSet, CA or certificate is touched")
+
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1beta1.EtcdCluster).Spec.TLS.IssuerRef = nil })).To(Succeed())
+		Eventually(condition(ctx, c, etcdv1beta1.ConditionDegraded), timeout, interval).
+			ShouldNot(HaveField("Reason", ReasonIssuerRefRefused), "the refusal clears with the spec set back")
+		Expect(runningState(ctx, c)(Default)).To(Equal(before))
+	})
+
+	It("refuses issuerRef with caSecretName, or with TLS off, on a new cluster, and creates nothing", func() {
 		both := issuedCluster(watchedNS, "ca", "Issuer")
 		both.Spec.TLS.CASecretName = "my-ca"
-		Expect(k8sClient.Create(ctx, both)).To(MatchError(ContainSubstring("tls.issuerRef and tls.caSecretName are exclusive")))
-
 		plain := issuedCluster(watchedNS, "ca", "Issuer")
 		plain.Spec.TLS.Enabled = ptr.To(false)
-		Expect(k8sClient.Create(ctx, plain)).To(MatchError(ContainSubstring("tls.issuerRef needs TLS")))
+		for _, tc := range []struct {
+			c    *etcdv1beta1.EtcdCluster
+			want string
+		}{
+			{both, "spec.tls.issuerRef (Issuer ca of cert-manager.io) and spec.tls.caSecretName (my-ca) are exclusive"},
+			{plain, "spec.tls.issuerRef (Issuer ca of cert-manager.io) needs TLS, but spec.tls.enabled is false"},
+		} {
+			Expect(k8sClient.Create(ctx, tc.c)).To(Succeed(), "the API server leaves this to the operator")
+			Eventually(condition(ctx, tc.c, etcdv1beta1.ConditionDegraded), timeout, interval).Should(And(
+				statusIs(metav1.ConditionTrue, ReasonIssuerRefRefused), HaveField("Message", ContainSubstring(tc.want)),
+				HaveField("Message", ContainSubstring("nothing was changed"))))
+		}
+		Consistently(func(g Gomega) {
+			for _, c := range []*etcdv1beta1.EtcdCluster{both, plain} {
+				g.Expect(runningState(ctx, c)(g)).To(HaveEach("absent"), "nothing is created for %s", c.Name)
+			}
+		}, 2*time.Second, interval).Should(Succeed())
+
+		Expect(retryUpdate(ctx, plain, func(o client.Object) { o.(*etcdv1beta1.EtcdCluster).Spec.TLS.IssuerRef = nil })).To(Succeed())
+		Eventually(condition(ctx, plain, etcdv1beta1.ConditionDegraded), timeout, interval).
+			ShouldNot(HaveField("Reason", ReasonIssuerRefRefused), "the refusal clears with issuerRef removed")
+		Eventually(func() error {
+			return get(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: resources.StatefulSetName(plain), Namespace: plain.Namespace}})
+		},
+			timeout, interval).Should(Succeed(), "the cluster without TLS is then built")
 	})
 
 	Context("with cert-manager running", Ordered, func() {
@@ -355,6 +398,36 @@ var _ = Describe("TLS from cert-manager", func() {
 			}
 		})
 
+		It("refuses issuerRef removed from a cluster whose certificates cert-manager issues, changes nothing, and clears when it is set back", func() {
+			c := issuedCluster(certManagerNS, "ca", "Issuer")
+			Expect(k8sClient.Create(ctx, c)).To(Succeed())
+			Eventually(func(g Gomega) {
+				g.Expect(get(ctx, c)).To(Succeed())
+				g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
+				g.Expect(c.Status.TLS).NotTo(BeNil())
+				g.Expect(c.Status.TLS.Certificates).To(HaveLen(3))
+				g.Expect(runningState(ctx, c)(g)).To(HaveKeyWithValue("StatefulSet", Not(Equal("absent"))))
+			}, timeout, interval).Should(Succeed())
+			before := runningState(ctx, c)(Default)
+			Expect(before).To(HaveKeyWithValue("Secret "+resources.CASecretName(c), "absent"), "the issuer holds the CA")
+
+			Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1beta1.EtcdCluster).Spec.TLS.IssuerRef = nil })).
+				To(Succeed(), "the API server leaves removing issuerRef to the operator")
+			Eventually(condition(ctx, c, etcdv1beta1.ConditionDegraded), timeout, interval).Should(And(
+				statusIs(metav1.ConditionTrue, ReasonIssuerRefRefused),
+				HaveField("Message", ContainSubstring("spec.tls.issuerRef was removed from a cluster whose certificates cert-manager issues")),
+				HaveField("Message", ContainSubstring("Set spec.tls.issuerRef back (name: ca, kind: Issuer, group: cert-manager.io)"))))
+			Consistently(runningState(ctx, c), 2*time.Second, interval).Should(Equal(before),
+				"no CA is created, no certificate replaced, no member touched")
+
+			Expect(retryUpdate(ctx, c, func(o client.Object) {
+				o.(*etcdv1beta1.EtcdCluster).Spec.TLS.IssuerRef = &etcdv1beta1.IssuerReference{Name: "ca", Kind: "Issuer"}
+			})).To(Succeed())
+			Eventually(condition(ctx, c, etcdv1beta1.ConditionDegraded), timeout, interval).
+				ShouldNot(HaveField("Reason", ReasonIssuerRefRefused), "the refusal clears with issuerRef set back")
+			Expect(runningState(ctx, c)(Default)).To(Equal(before))
+		})
+
 		It("takes a certificate cert-manager renews without touching the members", func() {
 			c := issuedCluster(certManagerNS, "ca", "Issuer")
 			Expect(k8sClient.Create(ctx, c)).To(Succeed())
@@ -414,4 +487,33 @@ func conditionOf(c *etcdv1beta1.EtcdCluster, t string) *metav1.Condition {
 		}
 	}
 	return nil
+}
+
+// runningState is what a refused spec must leave as it is, by resourceVersion ("absent" when missing): the
+// members' StatefulSet and configuration, the operator's CA Secret and the certificate Secrets.
+func runningState(ctx context.Context, c *etcdv1beta1.EtcdCluster) func(g Gomega) map[string]string {
+	return func(g Gomega) map[string]string {
+		objs := map[string]client.Object{
+			"StatefulSet": &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: resources.StatefulSetName(c), Namespace: c.Namespace}},
+			"ConfigMap":   &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: resources.ConfigMapName(c), Namespace: c.Namespace}},
+		}
+		secrets := []string{resources.CASecretName(c)}
+		for _, leaf := range issuedLeaves(c) {
+			secrets = append(secrets, leaf.SecretName)
+		}
+		for _, name := range secrets {
+			objs["Secret "+name] = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace}}
+		}
+		state := map[string]string{}
+		for what, o := range objs {
+			switch err := get(ctx, o); {
+			case apierrors.IsNotFound(err):
+				state[what] = "absent"
+			default:
+				g.Expect(err).NotTo(HaveOccurred())
+				state[what] = o.GetResourceVersion()
+			}
+		}
+		return state
+	}
 }

@@ -290,7 +290,7 @@ func progressingCondition(f statusFacts, currentVersion string) conditionState {
 	case c.Spec.Paused:
 		return conditionState{metav1.ConditionFalse, ReasonPaused, "reconciliation is paused (spec.paused)"}
 	case f.refusal != nil:
-		return conditionState{metav1.ConditionFalse, ReasonTLSRefused, f.refusal.msg}
+		return conditionState{metav1.ConditionFalse, f.refusal.reason, f.refusal.msg}
 	case f.pending != nil:
 		return conditionState{metav1.ConditionTrue, f.pending.reason, f.pending.msg}
 	case f.err != nil:
@@ -341,7 +341,7 @@ func degradedCondition(f statusFacts) conditionState {
 	case obs.restoreFailed != "":
 		return conditionState{metav1.ConditionTrue, ReasonRestoreFailed, obs.restoreFailed}
 	case f.refusal != nil:
-		return conditionState{metav1.ConditionTrue, ReasonTLSRefused, f.refusal.msg}
+		return conditionState{metav1.ConditionTrue, f.refusal.reason, f.refusal.msg}
 	case f.unmanaged != nil:
 		return conditionState{metav1.ConditionTrue, ReasonSecretNotManaged, f.unmanaged.msg}
 	case f.pending != nil:

@@ -40,8 +40,9 @@ type tlsObservation struct {
 	clientErr    error
 	// options are the cluster's own (its DNS domain pinned): certificates name what its members are.
 	options resources.Options
-	// refusal says why the TLS setting cannot be applied (the running members disagree with the spec).
-	refusal string
+	// refusal says why the TLS setting cannot be applied (the running members disagree with the spec), and
+	// refusalReason is the conditions' reason for it (ReasonTLSRefused when empty).
+	refusal, refusalReason string
 	// certificates are the cluster's cert-manager Certificates by name, with spec.tls.issuerRef; nil where
 	// the API server does not serve the kind.
 	certificates map[string]*unstructured.Unstructured
@@ -49,9 +50,21 @@ type tlsObservation struct {
 
 // tlsRefusal stops a reconcile that would change a running cluster's scheme: members that disagree on
 // plaintext and TLS cannot talk to each other, so nothing is applied and status says why.
-type tlsRefusal struct{ msg string }
+type tlsRefusal struct{ reason, msg string }
 
 func (e tlsRefusal) Error() string { return e.msg }
+
+// refused is the refusal of t as an error, nil when there is none.
+func (t tlsObservation) refused() error {
+	if t.refusal == "" {
+		return nil
+	}
+	reason := t.refusalReason
+	if reason == "" {
+		reason = ReasonTLSRefused
+	}
+	return tlsRefusal{reason, t.refusal}
+}
 
 // statefulSetServesTLS reports whether the members of an existing StatefulSet were started with TLS.
 func statefulSetServesTLS(sts *appsv1.StatefulSet) bool {
@@ -102,6 +115,10 @@ func (r *EtcdClusterReconciler) observeTLS(ctx context.Context, c *etcdv1beta1.E
 			resources.TLSEnabled(c), map[bool]string{true: "on", false: "off"}[statefulSetServesTLS(sts)], statefulSetServesTLS(sts))
 		return t, nil
 	}
+	if t.refusal = issuerRefSpecProblem(c); t.refusal != "" {
+		t.refusalReason = ReasonIssuerRefRefused
+		return t, nil
+	}
 	if !resources.TLSEnabled(c) {
 		return t, nil
 	}
@@ -124,6 +141,12 @@ func (r *EtcdClusterReconciler) observeTLS(ctx context.Context, c *etcdv1beta1.E
 		case !apierrors.IsNotFound(err):
 			return t, err
 		}
+	}
+	if t.refusal, err = r.issuerRefSwitch(ctx, c, t); err != nil {
+		return t, err
+	} else if t.refusal != "" {
+		t.refusalReason = ReasonIssuerRefRefused
+		return t, nil
 	}
 	if s := t.leaves[resources.ClientSecretName(c)]; s != nil {
 		if t.clientConfig, err = etcd.ClientTLSConfig(s.Data[resources.CAKey], s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]); err != nil {
@@ -165,8 +188,8 @@ func (r *EtcdClusterReconciler) observeCA(ctx context.Context, c *etcdv1beta1.Et
 // Secret volume update without a restart; existing connections are not interrupted.
 func (r *EtcdClusterReconciler) reconcileTLS(ctx context.Context, s *reconcileScope) error {
 	c, t := s.cluster, s.obs.tls
-	if t.refusal != "" {
-		return tlsRefusal{t.refusal}
+	if err := t.refused(); err != nil {
+		return err
 	}
 	if !resources.TLSEnabled(c) {
 		return nil

@@ -202,9 +202,6 @@ type RecoverySpec struct {
 // restart (etcd reads its certificate files on every new connection).
 // +kubebuilder:validation:XValidation:rule="has(self.caSecretName) == has(oldSelf.caSecretName) && (!has(self.caSecretName) || self.caSecretName == oldSelf.caSecretName)",message="tls.caSecretName is immutable: members trust one CA for their lifetime"
 // +kubebuilder:validation:XValidation:rule="!has(self.certificateDuration) || !has(self.renewBefore) || duration(self.renewBefore) < duration(self.certificateDuration)",message="tls.renewBefore must be shorter than tls.certificateDuration"
-// +kubebuilder:validation:XValidation:rule="!has(self.issuerRef) || !has(self.enabled) || self.enabled",message="tls.issuerRef needs TLS (tls.enabled): the certificates it issues are for TLS"
-// +kubebuilder:validation:XValidation:rule="!has(self.issuerRef) || !has(self.caSecretName)",message="tls.issuerRef and tls.caSecretName are exclusive: certificates come from a cert-manager issuer or from the operator's CA"
-// +kubebuilder:validation:XValidation:rule="has(self.issuerRef) == has(oldSelf.issuerRef) && (!has(self.issuerRef) || self.issuerRef == oldSelf.issuerRef)",message="tls.issuerRef cannot be added, removed or changed on an existing cluster: members trust one CA for their lifetime, and a switch of issuer needs members to trust both CAs during the change, which the operator does not do. Create a new cluster from a backup (spec.bootstrap.fromBackup) with the issuer you want"
 type TLSSpec struct {
 	// Enabled turns client and peer TLS on. Left unset, a new cluster gets TLS and the operator records
 	// true here; a cluster that already runs without TLS (created by an operator before 0.2.0) keeps
@@ -223,8 +220,11 @@ type TLSSpec struct {
 	// IssuerRef names a cert-manager Issuer or ClusterIssuer that issues the server, peer and client
 	// certificates instead of the operator's CA: the operator creates cert-manager Certificates for them
 	// and uses the Secrets cert-manager writes. The issuer must put its CA in ca.crt (a CA issuer does).
-	// Exclusive with caSecretName; cannot be added, removed or changed on an existing cluster.
+	// Exclusive with caSecretName, needs TLS (enabled), and cannot be added, removed or changed on an
+	// existing cluster: the API server refuses a change of issuer; the operator refuses the rest (condition
+	// Degraded, reason IssuerRefRefused) and changes nothing until the spec is set back.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="tls.issuerRef cannot be changed on an existing cluster: members trust one CA for their lifetime, and a switch of issuer needs members to trust both CAs during the change, which the operator does not do. Set it back, or create a new cluster from a backup (spec.bootstrap.fromBackup) with the issuer you want"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="cert-manager issuer",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	IssuerRef *IssuerReference `json:"issuerRef,omitempty"`
 	// CertificateDuration is the lifetime of the server, peer and client certificates.
