@@ -48,8 +48,9 @@ type tlsObservation struct {
 	certificates map[string]*unstructured.Unstructured
 }
 
-// tlsRefusal stops a reconcile that would change a running cluster's scheme: members that disagree on
-// plaintext and TLS cannot talk to each other, so nothing is applied and status says why.
+// tlsRefusal stops a reconcile that would change a running cluster's scheme or the CA its members trust:
+// members that disagree on plaintext and TLS, or on the CA, cannot talk to each other, so nothing is
+// applied and status says why under reason (TLSRefused, or IssuerRefRefused for spec.tls.issuerRef).
 type tlsRefusal struct{ reason, msg string }
 
 func (e tlsRefusal) Error() string { return e.msg }
