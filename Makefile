@@ -42,6 +42,10 @@ GINKGO_VERSION := $(shell awk '$$1=="github.com/onsi/ginkgo/v2" {print $$2}' go.
 # Kubernetes and etcd versions come from the wrapper modules under hack/tools (one place to change them).
 K8S_VERSION := $(shell awk '$$1=="require" && $$2=="k8s.io/kubernetes" {print $$3}' hack/tools/kubernetes/go.mod)
 ETCD_VERSION := $(shell awk '$$1=="go.etcd.io/etcd/server/v3" {print $$2}' hack/tools/etcd/go.mod)
+# cert-manager, whose controller the envtest suites run (hack/certmanager wraps its library module).
+CERT_MANAGER_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/cert-manager/cert-manager" {print $$3}' hack/certmanager/go.mod)
+# crdify, the CRD upgrade checker of OLM v1's upgrade-safety preflight (the version operator-controller runs).
+CRDIFY_VERSION := $(shell awk '$$1=="require" && $$2=="sigs.k8s.io/crdify" {print $$3}' hack/tools/crdify/go.mod)
 HELM_VERSION := $(shell awk '$$1=="require" && $$2=="helm.sh/helm/v3" {print $$3} $$1=="helm.sh/helm/v3" {print $$2}' hack/tools/helm/go.mod | head -1)
 
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
@@ -50,12 +54,15 @@ GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 MINIO ?= $(LOCALBIN)/minio-$(MINIO_VERSION)
 GINKGO ?= $(LOCALBIN)/ginkgo-$(GINKGO_VERSION)
 HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
+CRDIFY ?= $(LOCALBIN)/crdify-$(CRDIFY_VERSION)
 KUBE_BIN := $(LOCALBIN)/k8s/$(K8S_VERSION)
 ETCD_BIN := $(LOCALBIN)/etcd/$(ETCD_VERSION)
 # The newest of the node's further etcd versions (hack/node/tools/etcd-<version>).
 ETCD_NEXT_VERSION := $(shell ls hack/node/tools | sed -n 's/^etcd-//p' | sort -V | tail -1)
 ETCD_NEXT_BIN := $(LOCALBIN)/etcd/$(ETCD_NEXT_VERSION)
 KUBECTL ?= $(KUBE_BIN)/kubectl
+# The cert-manager controller built from hack/certmanager, and that version's CRDs (crds/).
+CERT_MANAGER_DIR := $(LOCALBIN)/cert-manager-$(CERT_MANAGER_VERSION)
 # envtest finds kube-apiserver and etcd here (a directory of links to the binaries built from source).
 ENVTEST_ASSETS := $(LOCALBIN)/envtest/$(K8S_VERSION)-etcd-$(ETCD_VERSION)
 
@@ -115,10 +122,10 @@ lint: golangci-lint ## golangci-lint with the bug-finding linters of .golangci.y
 ##@ Test
 
 .PHONY: test
-test: manifests generate fmt vet envtest etcd etcd-next minio helm kustomize ## Unit, golden-file, real-etcd, real-S3, envtest and Helm chart suites, then the OLM render check and helm lint (offline).
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" ETCD_BIN_DIR="$(ETCD_BIN)" ETCD_NEXT_BIN_DIR="$(ETCD_NEXT_BIN)" MINIO_BIN="$(MINIO)" \
+test: manifests generate fmt vet envtest etcd etcd-next minio helm kustomize cert-manager ## Unit, golden-file, real-etcd, real-S3, envtest and Helm chart suites, then the OLM render check and helm lint (offline).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" ETCD_BIN_DIR="$(ETCD_BIN)" ETCD_NEXT_BIN_DIR="$(ETCD_NEXT_BIN)" MINIO_BIN="$(MINIO)" CERT_MANAGER_DIR="$(CERT_MANAGER_DIR)" \
 	  HELM="$(HELM)" KUSTOMIZE="$(KUSTOMIZE)" VERSION="$(VERSION)" go test -tags failpoints $$(go list ./... | grep -v /tests/e2e) -coverprofile cover.out
-	$(MAKE) olm-render-check helm-lint
+	$(MAKE) olm-render-check helm-lint crdify-check
 
 .PHONY: test-chart
 test-chart: helm kustomize ## The Helm chart alone: its generated files are current and it renders what config/default installs (tests/chart).
@@ -127,6 +134,21 @@ test-chart: helm kustomize ## The Helm chart alone: its generated files are curr
 .PHONY: helm-lint
 helm-lint: helm ## helm lint the chart (strict, at the oldest Kubernetes the operator supports).
 	$(HELM) lint --strict --kube-version 1.30.0 charts/etcd-operator
+
+# The release OLM upgrades from: the newest frozen release under releases/ older than VERSION.
+CRDIFY_PREVIOUS_VERSION ?= $(shell ls releases | grep -v '^$(VERSION)$$' | sort -V | tail -1)
+
+.PHONY: crdify-check
+crdify-check: crdify ## bundle/'s CRDs pass OLM v1's CRD upgrade-safety check (crdify, configured as operator-controller) from the previous release's (offline).
+	@prev=releases/$(CRDIFY_PREVIOUS_VERSION)/bundle/manifests; fail=0; \
+	for old in $$(grep -l '^kind: CustomResourceDefinition' $$prev/*.yaml); do \
+		new=bundle/manifests/$${old##*/}; \
+		if [ ! -f $$new ]; then echo "crdify-check: $$new missing: the CRD of $$old was removed"; fail=1; continue; fi; \
+		if ! out=$$($(CRDIFY) --config hack/tools/crdify/config.yaml file://$$old file://$$new); then \
+			echo "$$out" | grep -v '✓'; \
+			echo "crdify-check: $$new: OLM v1 refuses this upgrade from $(CRDIFY_PREVIOUS_VERSION) (unsafe changes above)"; fail=1; \
+		else echo "crdify-check: $${old##*/} from $(CRDIFY_PREVIOUS_VERSION): safe"; fi; \
+	done; exit $$fail
 
 .PHONY: test-bundle
 test-bundle: bundle-check bundle-validate operatorhub ## bundle/ regenerates unchanged from config/ and the API markers, and it and catalog/ pass the OperatorHub, community and opm checks; the community submission tree builds and validates (offline).
@@ -225,6 +247,10 @@ golangci-lint: $(GOLANGCI_LINT)
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
 
+.PHONY: crdify
+crdify: ## Build crdify from its pinned wrapper module (hack/tools/crdify) into bin/ (make crdify-check).
+	OUT=$(CRDIFY) hack/build-crdify.sh
+
 .PHONY: helm
 helm: ## Build helm from its pinned wrapper module (hack/tools/helm) into bin/ (the chart checks and make olm-render).
 	OUT=$(HELM) hack/build-helm.sh
@@ -260,6 +286,10 @@ $(ETCD_BIN)/etcd:
 etcd-next: $(ETCD_NEXT_BIN)/etcd ## Build the newest etcd the node also runs, for the real-etcd tests of what only it has.
 $(ETCD_NEXT_BIN)/etcd:
 	ETCD_MODULE=hack/node/tools/etcd-$(ETCD_NEXT_VERSION) OUT=$(ETCD_NEXT_BIN) hack/build-etcd.sh etcd
+
+.PHONY: cert-manager
+cert-manager: ## Build the cert-manager controller (CA issuers) from hack/certmanager and copy its CRDs, into bin/cert-manager-<version>.
+	hack/build-certmanager.sh
 
 .PHONY: envtest
 envtest: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd ## Build envtest's kube-apiserver and etcd from source (cold: ~15 min).

@@ -90,6 +90,10 @@ type EtcdClusterReconciler struct {
 	// PrometheusRule holds (config/prometheus/alerts.yaml, read once when the controller starts).
 	prometheusRules client.Reader
 	alertRuleGroups []resources.RuleGroup
+	// certificates reads cert-manager Certificates from the manager's cache where the API server serves the
+	// kind when the controller starts; nil where it does not, and then a cluster with spec.tls.issuerRef
+	// waits, saying so (certmanager.go).
+	certificates client.Reader
 }
 
 // objects applies the cluster's managed objects (applyIfChanged).
@@ -393,6 +397,18 @@ func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) (*builder.Ty
 		case !meta.IsNoMatchError(err):
 			return nil, fmt.Errorf("look up the %s kind: %w", kind.gvk.Kind, err)
 		}
+	}
+	// cert-manager's Certificates likewise, whole (their Ready condition is read). The Secrets cert-manager
+	// writes carry the operator's labels but no owner: mapped to their cluster by label.
+	switch _, err := mgr.GetRESTMapper().RESTMapping(resources.CertificateGVK.GroupKind(), resources.CertificateGVK.Version); {
+	case err == nil:
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(resources.CertificateGVK)
+		b = b.Owns(obj).
+			Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(issuedSecretToCluster))
+		r.certificates = mgr.GetCache()
+	case !meta.IsNoMatchError(err):
+		return nil, fmt.Errorf("look up the %s kind: %w", resources.CertificateGVK.Kind, err)
 	}
 	return b, nil
 }

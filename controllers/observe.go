@@ -481,8 +481,8 @@ func surveyMembers(ctx context.Context, cli etcd.Client, obs observation) []surv
 
 // dial connects to the members, over TLS with the operator's client certificate when the cluster serves TLS.
 func (r *EtcdClusterReconciler) dial(ctx context.Context, c *etcdv1beta1.EtcdCluster, obs *observation, endpoints []string) (etcd.Client, error) {
-	if obs.tls.refusal != "" {
-		return nil, tlsRefusal{obs.tls.refusal}
+	if err := obs.tls.refused(); err != nil {
+		return nil, err
 	}
 	if resources.TLSEnabled(c) && obs.tls.clientConfig == nil {
 		if obs.tls.clientErr != nil {

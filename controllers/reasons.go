@@ -71,6 +71,15 @@ const (
 	ReasonCertificateIssued  = "CertificateIssued"
 	ReasonCertificateRenewed = "CertificateRenewed"
 	ReasonTLSRefused         = "TLSRefused"
+	// ReasonCertManagerMissing, ReasonIssuerNotReady and ReasonCertificatesPending: a cluster with
+	// spec.tls.issuerRef waits for cert-manager's kinds, for its issuer, or for its certificates.
+	ReasonCertManagerMissing  = "CertManagerMissing"
+	ReasonIssuerNotReady      = "IssuerNotReady"
+	ReasonCertificatesPending = "CertificatesPending"
+	// ReasonIssuerRefRefused: spec.tls.issuerRef asks for what the operator cannot do without breaking the
+	// running cluster (issuerRef added to or removed from an existing cluster, with caSecretName, or with TLS
+	// off); nothing is applied until the spec is set back.
+	ReasonIssuerRefRefused = "IssuerRefRefused"
 	// ReasonSecretNotManaged: a Secret the operator would create (the CA, the root password) already
 	// exists without the operator's managed-by label; it is left untouched and the phase stops.
 	ReasonSecretNotManaged = "SecretNotManaged"

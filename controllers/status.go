@@ -156,6 +156,8 @@ type statusFacts struct {
 	// refusal and unmanaged are err's kind, when it is one of them.
 	refusal   *tlsRefusal
 	unmanaged *unmanagedSecret
+	// pending: the certificates from cert-manager cannot be had yet.
+	pending *certificatesPending
 	// voters and healthy voting members (pods ready, while etcd cannot be asked), and quorum of voters.
 	voters, healthy, quorum int32
 	// electing: healthy voters that know no leader yet (memberHealth).
@@ -184,6 +186,10 @@ func newStatusFacts(c *etcdv1beta1.EtcdCluster, obs observation, d membership.De
 	var unmanaged unmanagedSecret
 	if errors.As(err, &unmanaged) {
 		f.unmanaged = &unmanaged
+	}
+	var pending certificatesPending
+	if errors.As(err, &pending) {
+		f.pending = &pending
 	}
 	if obs.reachable {
 		f.healthy = 0
@@ -284,7 +290,9 @@ func progressingCondition(f statusFacts, currentVersion string) conditionState {
 	case c.Spec.Paused:
 		return conditionState{metav1.ConditionFalse, ReasonPaused, "reconciliation is paused (spec.paused)"}
 	case f.refusal != nil:
-		return conditionState{metav1.ConditionFalse, ReasonTLSRefused, f.refusal.msg}
+		return conditionState{metav1.ConditionFalse, f.refusal.reason, f.refusal.msg}
+	case f.pending != nil:
+		return conditionState{metav1.ConditionTrue, f.pending.reason, f.pending.msg}
 	case f.err != nil:
 		return conditionState{metav1.ConditionTrue, ReasonReconcileFailed, f.err.Error()}
 	// A cluster that never reported a version has none to upgrade from: its members cannot start at all.
@@ -333,9 +341,11 @@ func degradedCondition(f statusFacts) conditionState {
 	case obs.restoreFailed != "":
 		return conditionState{metav1.ConditionTrue, ReasonRestoreFailed, obs.restoreFailed}
 	case f.refusal != nil:
-		return conditionState{metav1.ConditionTrue, ReasonTLSRefused, f.refusal.msg}
+		return conditionState{metav1.ConditionTrue, f.refusal.reason, f.refusal.msg}
 	case f.unmanaged != nil:
 		return conditionState{metav1.ConditionTrue, ReasonSecretNotManaged, f.unmanaged.msg}
+	case f.pending != nil:
+		return conditionState{metav1.ConditionTrue, f.pending.reason, f.pending.msg}
 	case f.err != nil:
 		return conditionState{metav1.ConditionTrue, ReasonReconcileFailed, f.err.Error()}
 	case f.d.Phase == membership.PhaseStalled:

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -39,15 +40,32 @@ type tlsObservation struct {
 	clientErr    error
 	// options are the cluster's own (its DNS domain pinned): certificates name what its members are.
 	options resources.Options
-	// refusal says why the TLS setting cannot be applied (the running members disagree with the spec).
-	refusal string
+	// refusal says why the TLS setting cannot be applied (the running members disagree with the spec), and
+	// refusalReason is the conditions' reason for it (ReasonTLSRefused when empty).
+	refusal, refusalReason string
+	// certificates are the cluster's cert-manager Certificates by name, with spec.tls.issuerRef; nil where
+	// the API server does not serve the kind.
+	certificates map[string]*unstructured.Unstructured
 }
 
-// tlsRefusal stops a reconcile that would change a running cluster's scheme: members that disagree on
-// plaintext and TLS cannot talk to each other, so nothing is applied and status says why.
-type tlsRefusal struct{ msg string }
+// tlsRefusal stops a reconcile that would change a running cluster's scheme or the CA its members trust:
+// members that disagree on plaintext and TLS, or on the CA, cannot talk to each other, so nothing is
+// applied and status says why under reason (TLSRefused, or IssuerRefRefused for spec.tls.issuerRef).
+type tlsRefusal struct{ reason, msg string }
 
 func (e tlsRefusal) Error() string { return e.msg }
+
+// refused is the refusal of t as an error, nil when there is none.
+func (t tlsObservation) refused() error {
+	if t.refusal == "" {
+		return nil
+	}
+	reason := t.refusalReason
+	if reason == "" {
+		reason = ReasonTLSRefused
+	}
+	return tlsRefusal{reason, t.refusal}
+}
 
 // statefulSetServesTLS reports whether the members of an existing StatefulSet were started with TLS.
 func statefulSetServesTLS(sts *appsv1.StatefulSet) bool {
@@ -98,9 +116,50 @@ func (r *EtcdClusterReconciler) observeTLS(ctx context.Context, c *etcdv1beta1.E
 			resources.TLSEnabled(c), map[bool]string{true: "on", false: "off"}[statefulSetServesTLS(sts)], statefulSetServesTLS(sts))
 		return t, nil
 	}
+	if t.refusal = issuerRefSpecProblem(c); t.refusal != "" {
+		t.refusalReason = ReasonIssuerRefRefused
+		return t, nil
+	}
 	if !resources.TLSEnabled(c) {
 		return t, nil
 	}
+	var err error
+	if c.Spec.TLS.IssuerRef != nil {
+		// cert-manager's issuer holds the CA; its Certificates say how issuance goes.
+		if err := r.observeIssuedCertificates(ctx, c, &t); err != nil {
+			return t, err
+		}
+	} else if err := r.observeCA(ctx, c, &t); err != nil {
+		return t, err
+	}
+	t.leaves = map[string]*corev1.Secret{}
+	for _, leaf := range resources.LeafCertificates(c, o) {
+		s := &corev1.Secret{}
+		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: leaf.SecretName}, s)
+		switch {
+		case err == nil:
+			t.leaves[leaf.SecretName] = s
+		case !apierrors.IsNotFound(err):
+			return t, err
+		}
+	}
+	if t.refusal, err = r.issuerRefSwitch(ctx, c, t); err != nil {
+		return t, err
+	} else if t.refusal != "" {
+		t.refusalReason = ReasonIssuerRefRefused
+		return t, nil
+	}
+	if s := t.leaves[resources.ClientSecretName(c)]; s != nil {
+		if t.clientConfig, err = etcd.ClientTLSConfig(s.Data[resources.CAKey], s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]); err != nil {
+			t.clientErr = fmt.Errorf("the client certificate Secret %s cannot be used (keys %s, %s, %s): %w; "+
+				"delete it and the operator issues a new one", s.Name, resources.CAKey, corev1.TLSCertKey, corev1.TLSPrivateKeyKey, err)
+		}
+	}
+	return t, nil
+}
+
+// observeCA reads the CA that signs the cluster's certificates when the operator issues them.
+func (r *EtcdClusterReconciler) observeCA(ctx context.Context, c *etcdv1beta1.EtcdCluster, t *tlsObservation) error {
 	t.caOwned = c.Spec.TLS.CASecretName == ""
 	var reader client.Reader = r.Client
 	if !t.caOwned {
@@ -119,26 +178,9 @@ func (r *EtcdClusterReconciler) observeTLS(ctx context.Context, c *etcdv1beta1.E
 			t.caErr = fmt.Errorf("CA Secret %s named by spec.tls.caSecretName not found", resources.CASecretName(c))
 		}
 	default:
-		return t, err
+		return err
 	}
-	t.leaves = map[string]*corev1.Secret{}
-	for _, leaf := range resources.LeafCertificates(c, o) {
-		s := &corev1.Secret{}
-		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: leaf.SecretName}, s)
-		switch {
-		case err == nil:
-			t.leaves[leaf.SecretName] = s
-		case !apierrors.IsNotFound(err):
-			return t, err
-		}
-	}
-	if s := t.leaves[resources.ClientSecretName(c)]; s != nil {
-		if t.clientConfig, err = etcd.ClientTLSConfig(s.Data[resources.CAKey], s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]); err != nil {
-			t.clientErr = fmt.Errorf("the client certificate Secret %s cannot be used (keys %s, %s, %s): %w; "+
-				"delete it and the operator issues a new one", s.Name, resources.CAKey, corev1.TLSCertKey, corev1.TLSPrivateKeyKey, err)
-		}
-	}
-	return t, nil
+	return nil
 }
 
 // reconcileTLS creates the CA when the operator owns it, and issues each server, peer and client
@@ -147,11 +189,14 @@ func (r *EtcdClusterReconciler) observeTLS(ctx context.Context, c *etcdv1beta1.E
 // Secret volume update without a restart; existing connections are not interrupted.
 func (r *EtcdClusterReconciler) reconcileTLS(ctx context.Context, s *reconcileScope) error {
 	c, t := s.cluster, s.obs.tls
-	if t.refusal != "" {
-		return tlsRefusal{t.refusal}
+	if err := t.refused(); err != nil {
+		return err
 	}
 	if !resources.TLSEnabled(c) {
 		return nil
+	}
+	if c.Spec.TLS.IssuerRef != nil {
+		return r.reconcileIssuedTLS(ctx, s)
 	}
 	if t.caErr != nil {
 		return waitError{t.caErr, 15 * time.Second}

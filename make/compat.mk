@@ -23,7 +23,7 @@ COMPAT_BUILD_TAGS ?= providerless
 ##@ Test
 
 .PHONY: test-compat
-test-compat: etcd minio ## The validation and envtest suites against every Kubernetes minor of COMPAT_VERSIONS (cold: ~12 min per kube-apiserver build).
+test-compat: etcd minio cert-manager ## The validation and envtest suites against every Kubernetes minor of COMPAT_VERSIONS (cold: ~12 min per kube-apiserver build).
 	$(MAKE) --no-print-directory -j$(COMPAT_JOBS) --output-sync=target $(addprefix compat-run-,$(COMPAT_VERSIONS))
 
 compat-run-%:
@@ -38,14 +38,14 @@ compat-build: ## Build the kube-apiserver of every COMPAT_VERSIONS minor (what t
 	@for v in $(COMPAT_VERSIONS); do KUBE_MODULE=$(CURDIR)/hack/tools/kube-apiserver/$$(echo $$v | cut -d. -f1,2) KUBE_BUILD_TAGS=$(COMPAT_BUILD_TAGS) hack/build-kube.sh kube-apiserver || exit 1; done
 
 .PHONY: test-compat-one
-test-compat-one: etcd minio
+test-compat-one: etcd minio cert-manager
 	@test -n "$(COMPAT_VERSION)" || { echo "COMPAT_VERSION is not set"; exit 1; }
 	KUBE_MODULE=$(CURDIR)/hack/tools/kube-apiserver/$(call compat-minor,$(COMPAT_VERSION)) KUBE_BUILD_TAGS=$(COMPAT_BUILD_TAGS) hack/build-kube.sh kube-apiserver
 	mkdir -p $(LOCALBIN)/envtest/$(COMPAT_VERSION)-etcd-$(ETCD_VERSION)
 	ln -sf $(LOCALBIN)/k8s/$(COMPAT_VERSION)/kube-apiserver $(LOCALBIN)/envtest/$(COMPAT_VERSION)-etcd-$(ETCD_VERSION)/kube-apiserver
 	ln -sf $(ETCD_BIN)/etcd $(LOCALBIN)/envtest/$(COMPAT_VERSION)-etcd-$(ETCD_VERSION)/etcd
 	@echo "=== Kubernetes $(COMPAT_VERSION): $(COMPAT_PACKAGES)"
-	KUBEBUILDER_ASSETS="$(LOCALBIN)/envtest/$(COMPAT_VERSION)-etcd-$(ETCD_VERSION)" ETCD_BIN_DIR="$(ETCD_BIN)" MINIO_BIN="$(MINIO)" \
+	KUBEBUILDER_ASSETS="$(LOCALBIN)/envtest/$(COMPAT_VERSION)-etcd-$(ETCD_VERSION)" ETCD_BIN_DIR="$(ETCD_BIN)" MINIO_BIN="$(MINIO)" CERT_MANAGER_DIR="$(CERT_MANAGER_DIR)" \
 	  go test -tags failpoints -count=1 $(COMPAT_PACKAGES)
 
 .PHONY: print-compat-ends

@@ -217,6 +217,16 @@ type TLSSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="CA Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	CASecretName string `json:"caSecretName,omitempty"`
+	// IssuerRef names a cert-manager Issuer or ClusterIssuer that issues the server, peer and client
+	// certificates instead of the operator's CA: the operator creates cert-manager Certificates for them
+	// and uses the Secrets cert-manager writes. The issuer must put its CA in ca.crt (a CA issuer does).
+	// Exclusive with caSecretName, needs TLS (enabled), and cannot be added, removed or changed on an
+	// existing cluster: the API server refuses a change of issuer; the operator refuses the rest (condition
+	// Degraded, reason IssuerRefRefused) and changes nothing until the spec is set back.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="tls.issuerRef cannot be changed on an existing cluster: members trust one CA for their lifetime, and a switch of issuer needs members to trust both CAs during the change, which the operator does not do. Set it back, or create a new cluster from a backup (spec.bootstrap.fromBackup) with the issuer you want"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="cert-manager issuer",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	IssuerRef *IssuerReference `json:"issuerRef,omitempty"`
 	// CertificateDuration is the lifetime of the server, peer and client certificates.
 	// +optional
 	// +kubebuilder:default="2160h0m0s"
@@ -379,6 +389,24 @@ type CertificateStatus struct {
 	// RenewalTime is when the operator re-issues it (absent for a CA: CAs are not rotated).
 	// +optional
 	RenewalTime *metav1.Time `json:"renewalTime,omitempty"`
+}
+
+// IssuerReference names a cert-manager issuer, with the field names of cert-manager's issuerRef.
+type IssuerReference struct {
+	// Name of the Issuer (in the cluster's namespace) or ClusterIssuer.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Kind is Issuer or ClusterIssuer.
+	// +optional
+	// +kubebuilder:default=Issuer
+	// +kubebuilder:validation:Enum=Issuer;ClusterIssuer
+	Kind string `json:"kind,omitempty"`
+	// Group is the issuer's API group: cert-manager.io, or an external issuer's.
+	// +optional
+	// +kubebuilder:default="cert-manager.io"
+	// +kubebuilder:validation:MaxLength=253
+	Group string `json:"group,omitempty"`
 }
 
 // TLSStatus is the cluster's TLS as observed.

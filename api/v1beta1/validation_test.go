@@ -149,6 +149,8 @@ func TestCreateRefusesBadManifests(t *testing.T) {
 		{"retention 0", "version: 3.5.9\nbackup:\n  retention: 0", "spec.backup.retention"},
 		{"unknown retention policy", "version: 3.5.9\npvcRetentionPolicy:\n  whenDeleted: Keep", `supported values: "Retain", "Delete"`},
 		{"empty storage class", "version: 3.5.9\nstorageClassName: ''", "spec.storageClassName"},
+		{"issuer without a name", "version: 3.5.9\ntls:\n  issuerRef: {kind: Issuer}", "spec.tls.issuerRef.name: Required value"},
+		{"issuer of an unknown kind", "version: 3.5.9\ntls:\n  issuerRef: {name: ca, kind: Vault}", `supported values: "Issuer", "ClusterIssuer"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -211,6 +213,11 @@ pod:
   priorityClassName: high
   nodeSelector: {disk: ssd}
   resources: {requests: {cpu: 500m, memory: 1Gi}}`,
+		"certificates from a cert-manager issuer": "version: 3.5.9\ntls:\n  issuerRef: {name: ca}",
+		// Refused by the operator (condition Degraded, reason IssuerRefRefused), not by the API server: no rule on
+		// spec.tls relates issuerRef to its other fields, as OLM v1 refuses a new rule on an existing field.
+		"issuerRef with caSecretName (the operator refuses it)": "version: 3.5.9\ntls:\n  caSecretName: my-ca\n  issuerRef: {name: ca}",
+		"issuerRef without TLS (the operator refuses it)":       "version: 3.5.9\ntls:\n  enabled: false\n  issuerRef: {name: ca}",
 	}
 	for name, spec := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -261,6 +268,13 @@ func TestUpdateRules(t *testing.T) {
 		{"scale 3 to 5", "version: 3.5.9\nreplicas: 3", "version: 3.5.9\nreplicas: 5", ""},
 		{"scale 3 to 4", "version: 3.5.9\nreplicas: 3", "version: 3.5.9\nreplicas: 4", "replicas must be 1, 3, 5 or 7"},
 		{"schedule removed", design, "version: 3.5.9\nreplicas: 3\nstorageSize: 10Gi", ""},
+		{"issuer changes name", "version: 3.5.9\ntls:\n  issuerRef: {name: a}", "version: 3.5.9\ntls:\n  issuerRef: {name: b}", "tls.issuerRef cannot be changed"},
+		{"issuer changes kind", "version: 3.5.9\ntls:\n  issuerRef: {name: a}", "version: 3.5.9\ntls:\n  issuerRef: {name: a, kind: ClusterIssuer}", "tls.issuerRef cannot be changed"},
+		{"issuer changes group", "version: 3.5.9\ntls:\n  issuerRef: {name: a}", "version: 3.5.9\ntls:\n  issuerRef: {name: a, group: example.com}", "tls.issuerRef cannot be changed"},
+		{"issuer unchanged", "version: 3.5.9\ntls:\n  issuerRef: {name: a}", "version: 3.5.17\ntls:\n  issuerRef: {name: a}", ""},
+		// Adding or removing issuerRef is the operator's to refuse (it knows where the certificates come from).
+		{"issuer added (the operator refuses it)", "version: 3.5.9", "version: 3.5.9\ntls:\n  issuerRef: {name: a}", ""},
+		{"issuer removed (the operator refuses it)", "version: 3.5.9\ntls:\n  issuerRef: {name: a}", "version: 3.5.9", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Building commands of the pinned wrapper modules under hack/ (hack/tools/*, hack/node/tools/*,
 # tests/scorecard/etcd-*); sourced by every script that builds one (hack/build-kube.sh, hack/build-etcd.sh,
-# hack/build-helm.sh, hack/node/build.sh, hack/node/scorecard-images.sh, hack/olm/build.sh, hack/olm/render.sh), through hack/node/lib.sh for the scripts
+# hack/build-helm.sh, hack/build-crdify.sh, hack/node/build.sh, hack/node/scorecard-images.sh, hack/olm/build.sh, hack/olm/render.sh), through hack/node/lib.sh for the scripts
 # under hack/node and hack/olm.
 
 # stamp_of FILES...: a short digest of the files that pin a build (a wrapper module's go.mod, go.sum, *.go); a

@@ -118,8 +118,9 @@ func configData(c *etcdv1beta1.EtcdCluster, mc MemberConfig) map[string]string {
 		// a peer's address reverse-resolves to a name in its certificate adds nothing; and a joining
 		// member's address has no such record until its endpoint is published, so with the check every
 		// learner is refused, exits ("discovery failed") and loses a crash-loop back-off (~20 s per scale
-		// step). A CA the user brings may sign other clusters' certificates: the check stays on.
-		if c.Spec.TLS.CASecretName == "" {
+		// step). A CA the user brings, or a cert-manager issuer, may sign other clusters' certificates: the
+		// check stays on.
+		if c.Spec.TLS.CASecretName == "" && c.Spec.TLS.IssuerRef == nil {
 			data[peerSkipSANEnv(c.Spec.Version)] = "true"
 		}
 	}

@@ -1,0 +1,282 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
+	"github.com/seedops/etcd-operator/internal/resources"
+)
+
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=cert-manager.io,resources=issuers;clusterissuers,verbs=get;list;watch
+
+const (
+	// certManagerRetry: no event says when cert-manager is installed (the operator then needs a restart
+	// to watch Certificates) or when an Issuer becomes Ready (Issuers are not watched).
+	certManagerRetry = 15 * time.Second
+	// issuancePendingRetry backs up the Certificate and Secret watches while cert-manager issues.
+	issuancePendingRetry = time.Minute
+)
+
+// certificatesPending stops the TLS phase of a cluster whose certificates come from cert-manager while
+// they cannot be had: the members keep running on the Secrets they have, nothing else is applied, and
+// status says why under reason.
+type certificatesPending struct{ reason, msg string }
+
+func (e certificatesPending) Error() string { return e.msg }
+
+// observeIssuedCertificates reads the cluster's cert-manager Certificates from the cache (where the API
+// server served the kind when the operator started).
+func (r *EtcdClusterReconciler) observeIssuedCertificates(ctx context.Context, c *etcdv1beta1.EtcdCluster, t *tlsObservation) error {
+	if r.certificates == nil {
+		return nil
+	}
+	t.certificates = map[string]*unstructured.Unstructured{}
+	for _, leaf := range resources.LeafCertificates(c, t.options) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(resources.CertificateGVK)
+		err := r.certificates.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.CertificateName(leaf)}, u)
+		switch {
+		case err == nil:
+			t.certificates[resources.CertificateName(leaf)] = u
+		case apierrors.IsNotFound(err):
+		case meta.IsNoMatchError(err):
+			t.certificates = nil // cert-manager's CRDs were removed since the operator started
+			return nil
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
+// reconcileIssuedTLS is reconcileTLS for a cluster with spec.tls.issuerRef: it checks the issuer, keeps one
+// cert-manager Certificate per server, peer and client certificate, and waits until cert-manager has
+// written every Secret. Renewal is cert-manager's; members pick up a renewed certificate from their Secret
+// volume as they do the operator's own. A Certificate already as desired is not written.
+func (r *EtcdClusterReconciler) reconcileIssuedTLS(ctx context.Context, s *reconcileScope) error {
+	c, t := s.cluster, s.obs.tls
+	if t.certificates == nil {
+		return waitError{certificatesPending{ReasonCertManagerMissing, fmt.Sprintf(
+			"spec.tls.issuerRef needs cert-manager, but the API server does not serve its Certificate kind (%s) to the operator: "+
+				"install cert-manager, then restart the operator so that it watches Certificates; nothing was changed",
+			resources.CertificateGVK.GroupVersion().WithResource("certificates").GroupResource())}, certManagerRetry}
+	}
+	leaves := resources.LeafCertificates(c, t.options)
+	if !t.issued(leaves) {
+		// Only while a certificate is missing: a Ready set of certificates needs no issuer this minute.
+		if msg, reason, err := r.issuerProblem(ctx, c); err != nil {
+			return err
+		} else if msg != "" {
+			return waitError{certificatesPending{reason, msg}, certManagerRetry}
+		}
+	}
+	for _, leaf := range leaves {
+		desired := resources.Certificate(c, leaf)
+		if existing := t.certificates[desired.GetName()]; existing != nil && holds(existing.Object, desired.Object) {
+			continue
+		}
+		err := r.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(FieldOwner), client.ForceOwnership)
+		switch {
+		case meta.IsNoMatchError(err):
+			return waitError{certificatesPending{ReasonCertManagerMissing,
+				"cert-manager's Certificate kind is no longer served: install cert-manager again; nothing was changed"}, certManagerRetry}
+		case err != nil:
+			return fmt.Errorf("apply cert-manager Certificate %s: %w", desired.GetName(), err)
+		}
+		logf.FromContext(ctx).Info("applied cert-manager Certificate", "certificate", desired.GetName())
+		s.applied.add(ctx, true, "Certificate", desired.GetName())
+	}
+	var waiting []string
+	for _, leaf := range leaves {
+		if t.leaves[leaf.SecretName] == nil {
+			waiting = append(waiting, fmt.Sprintf("Certificate %s (%s)", resources.CertificateName(leaf),
+				certificateState(t.certificates[resources.CertificateName(leaf)])))
+		}
+	}
+	if len(waiting) > 0 {
+		return waitError{certificatesPending{ReasonCertificatesPending,
+			"waiting for cert-manager to issue " + strings.Join(waiting, ", ")}, issuancePendingRetry}
+	}
+	return nil
+}
+
+// issued reports whether every certificate's Secret exists and its Certificate is Ready.
+func (t tlsObservation) issued(leaves []resources.LeafCertificate) bool {
+	for _, leaf := range leaves {
+		if t.leaves[leaf.SecretName] == nil {
+			return false
+		}
+		if status, _ := readyCondition(t.certificates[resources.CertificateName(leaf)]); status != "True" {
+			return false
+		}
+	}
+	return true
+}
+
+// issuerProblem says why the cert-manager issuer of spec.tls.issuerRef cannot issue (absent, not Ready),
+// with the condition reason; empty when it can. An external issuer's group is not looked into.
+func (r *EtcdClusterReconciler) issuerProblem(ctx context.Context, c *etcdv1beta1.EtcdCluster) (string, string, error) {
+	ref := c.Spec.TLS.IssuerRef
+	gvk := resources.IssuerGVK(ref)
+	if gvk.Group != resources.CertManagerGroup {
+		return "", "", nil
+	}
+	issuer := &unstructured.Unstructured{}
+	issuer.SetGroupVersionKind(gvk)
+	key, what := client.ObjectKey{Name: ref.Name}, gvk.Kind+" "+ref.Name
+	if gvk.Kind == "Issuer" {
+		key.Namespace, what = c.Namespace, gvk.Kind+" "+c.Namespace+"/"+ref.Name
+	}
+	err := r.liveReader().Get(ctx, key, issuer)
+	switch {
+	case meta.IsNoMatchError(err):
+		return fmt.Sprintf("spec.tls.issuerRef names %s, but the API server does not serve cert-manager's %s kind: install cert-manager; nothing was changed",
+			what, gvk.Kind), ReasonCertManagerMissing, nil
+	case apierrors.IsNotFound(err):
+		return fmt.Sprintf("%s named by spec.tls.issuerRef not found: create it; nothing was changed", what), ReasonIssuerNotReady, nil
+	case err != nil:
+		return "", "", fmt.Errorf("read %s: %w", what, err)
+	}
+	if status, msg := readyCondition(issuer); status != "True" {
+		if msg == "" {
+			msg = "no Ready condition yet"
+		}
+		return fmt.Sprintf("%s named by spec.tls.issuerRef is not Ready (%s); nothing was changed", what, msg), ReasonIssuerNotReady, nil
+	}
+	return "", "", nil
+}
+
+// readyCondition is the status and message of a cert-manager object's Ready condition.
+func readyCondition(u *unstructured.Unstructured) (string, string) {
+	if u == nil {
+		return "", ""
+	}
+	conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, cond := range conditions {
+		m, ok := cond.(map[string]any)
+		if !ok || m["type"] != "Ready" {
+			continue
+		}
+		status, _ := m["status"].(string)
+		msg, _ := m["message"].(string)
+		return status, msg
+	}
+	return "", ""
+}
+
+// certificateState describes a Certificate still being issued.
+func certificateState(u *unstructured.Unstructured) string {
+	if u == nil {
+		return "not created yet"
+	}
+	status, msg := readyCondition(u)
+	switch {
+	case status == "":
+		return "no Ready condition yet"
+	case msg == "":
+		return "Ready " + status
+	}
+	return "Ready " + status + ": " + msg
+}
+
+// issuedSecretToCluster maps a certificate Secret cert-manager wrote (labelled through the Certificate's
+// secretTemplate, owned by no one) to its cluster.
+var issuedSecretToCluster = componentToCluster(resources.ComponentTLS)
+
+// cert-manager annotates each Secret it writes for a Certificate with the Certificate's and the issuer's names.
+const (
+	certManagerCertificateAnnotation = "cert-manager.io/certificate-name"
+	certManagerIssuerNameAnnotation  = "cert-manager.io/issuer-name"
+	certManagerIssuerKindAnnotation  = "cert-manager.io/issuer-kind"
+	certManagerIssuerGroupAnnotation = "cert-manager.io/issuer-group"
+)
+
+// issuerRefSpecProblem says why spec.tls.issuerRef cannot be used with the rest of spec.tls (with
+// caSecretName, or with TLS off); empty when it can. The refusals of spec.tls.issuerRef are the operator's,
+// not CEL rules on spec.tls: a new rule on an existing field is a change OLM v1's upgrade-safety check refuses
+// (objects already stored might break it), while the operator can refuse, change nothing, and say why. The
+// API server refuses only a changed issuerRef (a rule on the new field itself).
+func issuerRefSpecProblem(c *etcdv1beta1.EtcdCluster) string {
+	ref := c.Spec.TLS.IssuerRef
+	switch {
+	case ref == nil:
+		return ""
+	case c.Spec.TLS.CASecretName != "":
+		return fmt.Sprintf("spec.tls.issuerRef (%s) and spec.tls.caSecretName (%s) are exclusive: certificates come from a "+
+			"cert-manager issuer or from a CA, not both; nothing was changed. Remove spec.tls.issuerRef "+
+			"(spec.tls.caSecretName cannot be removed from an existing cluster)", issuerDescription(c), c.Spec.TLS.CASecretName)
+	case !resources.TLSEnabled(c):
+		return fmt.Sprintf("spec.tls.issuerRef (%s) needs TLS, but spec.tls.enabled is false: the certificates an issuer "+
+			"issues are for TLS; nothing was changed. Remove spec.tls.issuerRef, or, for TLS with certificates from the "+
+			"issuer, restore a backup into a new cluster with spec.tls.enabled true (a running cluster cannot switch "+
+			"from plaintext to TLS)", issuerDescription(c))
+	}
+	return ""
+}
+
+// issuerRefSwitch says why the certificates of a cluster with TLS cannot come from where spec.tls.issuerRef now
+// says: issuerRef added to a cluster whose certificates the operator's CA signs, or removed from one whose
+// certificates cert-manager issues. Empty when they can. The members trust one CA for their lifetime, and
+// certificates from another would cut them off from each other (a switch needs members to trust both CAs
+// during the change, which the operator does not do).
+//
+// Where the certificates come from is read from the Secrets, not recorded anew: the operator's CA Secret
+// exists (with the operator's label, in the cache) only for a cluster whose certificates that CA signs, and
+// cert-manager annotates every certificate Secret it writes with its Certificate (cert-manager.io/
+// certificate-name) while the operator's own carry no such annotation. Both survive an operator restart and
+// an upgrade, and hold for clusters created before status could have recorded anything.
+func (r *EtcdClusterReconciler) issuerRefSwitch(ctx context.Context, c *etcdv1beta1.EtcdCluster, t tlsObservation) (string, error) {
+	leaves := resources.LeafCertificates(c, t.options)
+	if c.Spec.TLS.IssuerRef != nil {
+		by := ""
+		ca := &corev1.Secret{}
+		switch err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.CASecretName(c)}, ca); {
+		case err == nil:
+			by = "the operator's CA (Secret " + ca.Name + ")"
+		case !apierrors.IsNotFound(err):
+			return "", err
+		}
+		for _, leaf := range leaves {
+			if s := t.leaves[leaf.SecretName]; by == "" && s != nil && s.Annotations[certManagerCertificateAnnotation] == "" {
+				by = "the operator's CA (Secret " + s.Name + " was not written by cert-manager)"
+			}
+		}
+		if by == "" {
+			return "", nil
+		}
+		return fmt.Sprintf("spec.tls.issuerRef (%s) was added to a cluster whose certificates %s signs: the members trust "+
+			"that CA alone, and certificates from the issuer would cut them off from each other, so nothing was changed. "+
+			"Remove spec.tls.issuerRef, or restore a backup into a new cluster with it (spec.bootstrap.fromBackup)",
+			issuerDescription(c), by), nil
+	}
+	for _, leaf := range leaves {
+		s := t.leaves[leaf.SecretName]
+		if s == nil || s.Annotations[certManagerCertificateAnnotation] == "" {
+			continue
+		}
+		return fmt.Sprintf("spec.tls.issuerRef was removed from a cluster whose certificates cert-manager issues (Secret %s, "+
+			"from Certificate %s): the members trust the issuer's CA alone, and certificates from the operator's CA would "+
+			"cut them off from each other, so nothing was changed. Set spec.tls.issuerRef back (name: %s, kind: %s, group: %s), "+
+			"or restore a backup into a new cluster without it (spec.bootstrap.fromBackup)",
+			s.Name, s.Annotations[certManagerCertificateAnnotation], s.Annotations[certManagerIssuerNameAnnotation],
+			s.Annotations[certManagerIssuerKindAnnotation], s.Annotations[certManagerIssuerGroupAnnotation]), nil
+	}
+	return "", nil
+}
+
+// issuerDescription is spec.tls.issuerRef as a message shows it.
+func issuerDescription(c *etcdv1beta1.EtcdCluster) string {
+	gvk := resources.IssuerGVK(c.Spec.TLS.IssuerRef)
+	return gvk.Kind + " " + c.Spec.TLS.IssuerRef.Name + " of " + gvk.Group
+}

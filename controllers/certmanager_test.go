@@ -1,0 +1,519 @@
+package controllers
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
+	"github.com/seedops/etcd-operator/internal/pki"
+	"github.com/seedops/etcd-operator/internal/resources"
+	"github.com/seedops/etcd-operator/internal/testproc"
+)
+
+// certManagerNS is where the specs with cert-manager run, under an operator started after cert-manager's
+// kinds are installed (the suite's operator started without them).
+const certManagerNS = "certs"
+
+// certManagerDir is bin/cert-manager-<version> (make cert-manager): the controller and its CRDs.
+func certManagerDir() string {
+	if dir := os.Getenv("CERT_MANAGER_DIR"); dir != "" {
+		return dir
+	}
+	root, err := filepath.Abs("..") // go test runs in the package's directory
+	Expect(err).NotTo(HaveOccurred())
+	mod, err := os.ReadFile(filepath.Join(root, "hack", "certmanager", "go.mod"))
+	Expect(err).NotTo(HaveOccurred())
+	for line := range strings.SplitSeq(string(mod), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "require" && f[1] == "github.com/cert-manager/cert-manager" {
+			return filepath.Join(root, "bin", "cert-manager-"+f[2])
+		}
+	}
+	Fail("hack/certmanager/go.mod requires no cert-manager version")
+	return ""
+}
+
+func issuedCluster(ns, issuer, kind string) *etcdv1beta1.EtcdCluster {
+	c := newCluster(ns)
+	c.Spec.BackupSchedule = ""
+	c.Spec.TLS.IssuerRef = &etcdv1beta1.IssuerReference{Name: issuer, Kind: kind}
+	return c
+}
+
+func certificateObject(ns, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(resources.CertificateGVK)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
+}
+
+func issuedLeaves(c *etcdv1beta1.EtcdCluster) []resources.LeafCertificate {
+	return resources.LeafCertificates(c, resources.DefaultOptions())
+}
+
+// countingIssuedReconciler counts the reconciles of the cert-manager specs' operator.
+type countingIssuedReconciler struct {
+	r *EtcdClusterReconciler
+	n *atomic.Int64
+}
+
+func (c countingIssuedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	defer c.n.Add(1)
+	return c.r.Reconcile(ctx, req)
+}
+
+var _ = Describe("TLS from cert-manager", func() {
+	ctx := context.Background()
+
+	It("says cert-manager is missing when its kinds were not served at start, and creates nothing", func() {
+		c := issuedCluster(watchedNS, "ca", "Issuer")
+		Expect(k8sClient.Create(ctx, c)).To(Succeed())
+		Eventually(condition(ctx, c, etcdv1beta1.ConditionDegraded), timeout, interval).Should(And(
+			statusIs(metav1.ConditionTrue, ReasonCertManagerMissing),
+			HaveField("Message", ContainSubstring("certificates.cert-manager.io"))))
+		Eventually(func() ([]string, error) {
+			events, err := eventsWithReason(ctx, c, ReasonReconcileFailed)
+			var notes []string
+			for _, e := range events {
+				notes = append(notes, e.Note)
+			}
+			return notes, err
+		}, timeout, interval).Should(ContainElement(ContainSubstring("needs cert-manager")))
+		Consistently(func() bool {
+			return apierrors.IsNotFound(get(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: resources.StatefulSetName(c), Namespace: c.Namespace}}))
+		}, 2*time.Second, interval).Should(BeTrue(), "no member is created without certificates")
+	})
+
+	It("has the API server refuse a changed issuerRef, and accepts the rest for the operator to judge", func() {
+		issued := issuedCluster(watchedNS, "ca", "Issuer")
+		Expect(k8sClient.Create(ctx, issued)).To(Succeed())
+		Expect(issued.Spec.TLS.IssuerRef.Group).To(Equal("cert-manager.io"), "the group defaults to cert-manager's")
+		for _, edit := range []func(*etcdv1beta1.TLSSpec){
+			func(t *etcdv1beta1.TLSSpec) { t.IssuerRef.Name = "other" },
+			func(t *etcdv1beta1.TLSSpec) { t.IssuerRef.Kind = "ClusterIssuer" },
+			func(t *etcdv1beta1.TLSSpec) { t.IssuerRef.Group = "example.com" },
+		} {
+			err := retryUpdate(ctx, issued, func(o client.Object) { edit(&o.(*etcdv1beta1.EtcdCluster).Spec.TLS) })
+			Expect(err).To(MatchError(ContainSubstring("tls.issuerRef cannot be changed on an existing cluster")))
+		}
+	})
+
+	It("refuses issuerRef added to a cluster whose certificates the operator's CA signs, changes nothing, and clears when it is removed", func() {
+		c := newCluster(watchedNS)
+		createAndSettle(ctx, c)
+		before := runningState(ctx, c)(Default)
+		Expect(before).To(HaveKeyWithValue("Secret "+resources.CASecretName(c), Not(Equal("absent"))))
+
+		Expect(retryUpdate(ctx, c, func(o client.Object) {
+			o.(*etcdv1beta1.EtcdCluster).Spec.TLS.IssuerRef = &etcdv1beta1.IssuerReference{Name: "ca"}
+		})).To(Succeed(), "the API server leaves adding issuerRef to the operator")
+		Eventually(condition(ctx, c, etcdv1beta1.ConditionDegraded), timeout, interval).Should(And(
+			statusIs(metav1.ConditionTrue, ReasonIssuerRefRefused),
+			HaveField("Message", ContainSubstring("spec.tls.issuerRef (Issuer ca of cert-manager.io) was added to a cluster whose certificates the operator's CA")),
+			HaveField("Message", ContainSubstring("nothing was changed. Remove spec.tls.issuerRef"))))
+		Expect(condition(ctx, c, etcdv1beta1.ConditionProgressing)(Default)).To(statusIs(metav1.ConditionFalse, ReasonIssuerRefRefused))
+		Eventually(func() ([]eventsv1.Event, error) { return eventsWithReason(ctx, c, ReasonIssuerRefRefused) }, timeout, interval).
+			ShouldNot(BeEmpty(), "a Warning event says so")
+		Consistently(runningState(ctx, c), 2*time.Second, interval).Should(Equal(before),
+			"no member configuration, StatefulSet, CA or certificate is touched")
+
+		Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1beta1.EtcdCluster).Spec.TLS.IssuerRef = nil })).To(Succeed())
+		Eventually(condition(ctx, c, etcdv1beta1.ConditionDegraded), timeout, interval).
+			ShouldNot(HaveField("Reason", ReasonIssuerRefRefused), "the refusal clears with the spec set back")
+		Expect(runningState(ctx, c)(Default)).To(Equal(before))
+	})
+
+	It("refuses issuerRef with caSecretName, or with TLS off, on a new cluster, and creates nothing", func() {
+		both := issuedCluster(watchedNS, "ca", "Issuer")
+		both.Spec.TLS.CASecretName = "my-ca"
+		plain := issuedCluster(watchedNS, "ca", "Issuer")
+		plain.Spec.TLS.Enabled = ptr.To(false)
+		for _, tc := range []struct {
+			c    *etcdv1beta1.EtcdCluster
+			want string
+		}{
+			{both, "spec.tls.issuerRef (Issuer ca of cert-manager.io) and spec.tls.caSecretName (my-ca) are exclusive"},
+			{plain, "spec.tls.issuerRef (Issuer ca of cert-manager.io) needs TLS, but spec.tls.enabled is false"},
+		} {
+			Expect(k8sClient.Create(ctx, tc.c)).To(Succeed(), "the API server leaves this to the operator")
+			Eventually(condition(ctx, tc.c, etcdv1beta1.ConditionDegraded), timeout, interval).Should(And(
+				statusIs(metav1.ConditionTrue, ReasonIssuerRefRefused), HaveField("Message", ContainSubstring(tc.want)),
+				HaveField("Message", ContainSubstring("nothing was changed"))))
+		}
+		Consistently(func(g Gomega) {
+			for _, c := range []*etcdv1beta1.EtcdCluster{both, plain} {
+				g.Expect(runningState(ctx, c)(g)).To(HaveEach("absent"), "nothing is created for %s", c.Name)
+			}
+		}, 2*time.Second, interval).Should(Succeed())
+
+		Expect(retryUpdate(ctx, plain, func(o client.Object) { o.(*etcdv1beta1.EtcdCluster).Spec.TLS.IssuerRef = nil })).To(Succeed())
+		Eventually(condition(ctx, plain, etcdv1beta1.ConditionDegraded), timeout, interval).
+			ShouldNot(HaveField("Reason", ReasonIssuerRefRefused), "the refusal clears with issuerRef removed")
+		Eventually(func() error {
+			return get(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: resources.StatefulSetName(plain), Namespace: plain.Namespace}})
+		},
+			timeout, interval).Should(Succeed(), "the cluster without TLS is then built")
+	})
+
+	Context("with cert-manager running", Ordered, func() {
+		var (
+			ca       *pki.CA
+			caKeyPEM []byte
+			mgrWrite = &writeCounter{}
+			mgrRuns  atomic.Int64
+		)
+
+		BeforeAll(func() {
+			dir := certManagerDir()
+			Expect(filepath.Join(dir, "controller")).To(BeAnExistingFile(), "build it with `make cert-manager`")
+			_, err := envtest.InstallCRDs(testEnv.Config, envtest.CRDInstallOptions{
+				Paths: []string{filepath.Join(dir, "crds")}, ErrorIfPathMissing: true})
+			Expect(err).NotTo(HaveOccurred())
+			for _, ns := range []string{certManagerNS, "cert-manager"} {
+				Expect(client.IgnoreAlreadyExists(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
+			}
+
+			// cert-manager's controller, as its own process with its own credentials.
+			user, err := testEnv.AddUser(envtest.User{Name: "cert-manager", Groups: []string{"system:masters"}}, nil)
+			Expect(err).NotTo(HaveOccurred())
+			kubeconfig, err := user.KubeConfig()
+			Expect(err).NotTo(HaveOccurred())
+			tmp := GinkgoT().TempDir()
+			Expect(os.WriteFile(filepath.Join(tmp, "kubeconfig"), kubeconfig, 0o600)).To(Succeed())
+			log := filepath.Join(tmp, "cert-manager.log")
+			proc, err := testproc.Start(exec.Command(filepath.Join(dir, "controller"),
+				"--kubeconfig="+filepath.Join(tmp, "kubeconfig"), "--cluster-resource-namespace=cert-manager"), log)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func() {
+				proc.Stop()
+				if CurrentSpecReport().Failed() {
+					out, _ := os.ReadFile(log)
+					AddReportEntry("cert-manager log", string(out))
+				}
+			})
+
+			// The operator, started now that cert-manager's kinds are served, watching only certManagerNS.
+			cfg := rest.AddUserAgent(rest.CopyConfig(testEnv.Config), "operator "+certManagerNS)
+			cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return mgrWrite.wrap(rt) })
+			mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+				Scheme:     k8sClient.Scheme(),
+				Metrics:    metricsserver.Options{BindAddress: "0"},
+				Cache:      CacheOptions(certManagerNS),
+				Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+			})
+			Expect(err).NotTo(HaveOccurred())
+			r := &EtcdClusterReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), APIReader: mgr.GetAPIReader(),
+				Recorder: mgr.GetEventRecorder("etcd-operator"), Options: resources.DefaultOptions()}
+			b, err := r.controllerBuilder(mgr)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(r.certificates).NotTo(BeNil(), "the operator watches Certificates where the kind is served")
+			Expect(b.Complete(countingIssuedReconciler{r, &mgrRuns})).To(Succeed())
+			mctx, stop := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				defer GinkgoRecover()
+				defer close(done)
+				Expect(mgr.Start(mctx)).To(Succeed())
+			}()
+			DeferCleanup(func() { stop(); <-done })
+
+			// A CA issuer from a CA Secret.
+			ca, caKeyPEM, err = pki.NewCA("cert-manager test CA", 24*time.Hour, time.Now())
+			Expect(err).NotTo(HaveOccurred())
+			Expect(k8sClient.Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: "etcd-ca", Namespace: certManagerNS},
+				Type:       corev1.SecretTypeTLS,
+				Data:       map[string][]byte{corev1.TLSCertKey: ca.CertPEM, corev1.TLSPrivateKeyKey: caKeyPEM},
+			})).To(Succeed())
+			issuer := &unstructured.Unstructured{Object: map[string]any{
+				"spec": map[string]any{"ca": map[string]any{"secretName": "etcd-ca"}},
+			}}
+			issuer.SetGroupVersionKind(resources.IssuerGVK(&etcdv1beta1.IssuerReference{Kind: "Issuer"}))
+			issuer.SetNamespace(certManagerNS)
+			issuer.SetName("ca")
+			Expect(k8sClient.Create(ctx, issuer)).To(Succeed())
+			Eventually(func(g Gomega) string {
+				g.Expect(get(ctx, issuer)).To(Succeed())
+				status, _ := readyCondition(issuer)
+				return status
+			}, timeout, interval).Should(Equal("True"), "cert-manager's issuers controller marks the Issuer Ready")
+		})
+
+		It("says an issuer that does not exist is missing, and creates nothing", func() {
+			c := issuedCluster(certManagerNS, "absent", "Issuer")
+			Expect(k8sClient.Create(ctx, c)).To(Succeed())
+			Eventually(condition(ctx, c, etcdv1beta1.ConditionDegraded), timeout, interval).Should(And(
+				statusIs(metav1.ConditionTrue, ReasonIssuerNotReady),
+				HaveField("Message", ContainSubstring("Issuer "+certManagerNS+"/absent named by spec.tls.issuerRef not found"))))
+			Consistently(func(g Gomega) {
+				for _, leaf := range issuedLeaves(c) {
+					g.Expect(apierrors.IsNotFound(get(ctx, certificateObject(c.Namespace, resources.CertificateName(leaf))))).To(BeTrue())
+				}
+				g.Expect(apierrors.IsNotFound(get(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: resources.StatefulSetName(c), Namespace: c.Namespace}}))).To(BeTrue())
+			}, 2*time.Second, interval).Should(Succeed())
+		})
+
+		It("says an issuer that is not Ready is not, and creates nothing", func() {
+			issuer := &unstructured.Unstructured{Object: map[string]any{
+				"spec": map[string]any{"ca": map[string]any{"secretName": "no-such-secret"}},
+			}}
+			issuer.SetGroupVersionKind(resources.IssuerGVK(&etcdv1beta1.IssuerReference{Kind: "Issuer"}))
+			issuer.SetNamespace(certManagerNS)
+			issuer.SetName("broken")
+			Expect(k8sClient.Create(ctx, issuer)).To(Succeed())
+			c := issuedCluster(certManagerNS, "broken", "Issuer")
+			Expect(k8sClient.Create(ctx, c)).To(Succeed())
+			Eventually(condition(ctx, c, etcdv1beta1.ConditionDegraded), timeout, interval).Should(And(
+				statusIs(metav1.ConditionTrue, ReasonIssuerNotReady),
+				HaveField("Message", ContainSubstring("Issuer "+certManagerNS+"/broken named by spec.tls.issuerRef is not Ready")),
+				HaveField("Message", ContainSubstring("no-such-secret"))), "cert-manager's own reason is quoted")
+			Consistently(func(g Gomega) {
+				for _, leaf := range issuedLeaves(c) {
+					g.Expect(apierrors.IsNotFound(get(ctx, certificateObject(c.Namespace, resources.CertificateName(leaf))))).To(BeTrue())
+				}
+			}, 2*time.Second, interval).Should(Succeed())
+		})
+
+		It("issues from a ClusterIssuer", func() {
+			Expect(k8sClient.Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: "etcd-ca", Namespace: "cert-manager"},
+				Type:       corev1.SecretTypeTLS,
+				Data:       map[string][]byte{corev1.TLSCertKey: ca.CertPEM, corev1.TLSPrivateKeyKey: caKeyPEM},
+			})).To(Succeed())
+			issuer := &unstructured.Unstructured{Object: map[string]any{
+				"spec": map[string]any{"ca": map[string]any{"secretName": "etcd-ca"}},
+			}}
+			issuer.SetGroupVersionKind(resources.IssuerGVK(&etcdv1beta1.IssuerReference{Kind: "ClusterIssuer"}))
+			issuer.SetName("etcd-cluster-ca")
+			Expect(k8sClient.Create(ctx, issuer)).To(Succeed())
+			c := issuedCluster(certManagerNS, "etcd-cluster-ca", "ClusterIssuer")
+			Expect(k8sClient.Create(ctx, c)).To(Succeed())
+			for _, leaf := range issuedLeaves(c) {
+				Eventually(func(g Gomega) []byte {
+					s := &corev1.Secret{}
+					g.Expect(k8sClient.Get(ctx, key(c.Namespace, leaf.SecretName), s)).To(Succeed())
+					return s.Data["ca.crt"]
+				}, timeout, interval).Should(Equal(ca.CertPEM), leaf.SecretName)
+			}
+			Eventually(func() error {
+				return k8sClient.Get(ctx, key(c.Namespace, resources.StatefulSetName(c)), &appsv1.StatefulSet{})
+			}, timeout, interval).Should(Succeed())
+		})
+
+		It("has cert-manager issue the server, peer and client certificates, chained to the issuer's CA, and then builds the members", func() {
+			c := issuedCluster(certManagerNS, "ca", "Issuer")
+			Expect(k8sClient.Create(ctx, c)).To(Succeed())
+
+			for _, leaf := range issuedLeaves(c) {
+				cert := certificateObject(c.Namespace, resources.CertificateName(leaf))
+				Eventually(func(g Gomega) string {
+					g.Expect(get(ctx, cert)).To(Succeed())
+					status, _ := readyCondition(cert)
+					return status
+				}, timeout, interval).Should(Equal("True"), "Certificate %s becomes Ready", cert.GetName())
+				Expect(cert.GetOwnerReferences()).To(ContainElement(HaveField("UID", c.UID)))
+			}
+
+			roots := x509.NewCertPool()
+			roots.AddCert(ca.Cert)
+			member := resources.MemberName(c, 4) + "." + c.Name + "." + c.Namespace + ".svc.cluster.local"
+			for _, check := range []struct {
+				secret, name string
+				usage        x509.ExtKeyUsage
+			}{
+				{resources.ServerSecretName(c), member, x509.ExtKeyUsageServerAuth},
+				{resources.ServerSecretName(c), resources.ClientServiceName(c) + "." + c.Namespace + ".svc", x509.ExtKeyUsageServerAuth},
+				{resources.ServerSecretName(c), "localhost", x509.ExtKeyUsageClientAuth},
+				{resources.PeerSecretName(c), member, x509.ExtKeyUsageServerAuth},
+				{resources.PeerSecretName(c), member, x509.ExtKeyUsageClientAuth},
+				{resources.ClientSecretName(c), "", x509.ExtKeyUsageClientAuth},
+			} {
+				s := &corev1.Secret{}
+				Expect(k8sClient.Get(ctx, key(c.Namespace, check.secret), s)).To(Succeed())
+				Expect(s.Data["ca.crt"]).To(Equal(ca.CertPEM), "%s carries the issuer's CA", check.secret)
+				Expect(s.Labels).To(HaveKeyWithValue(resources.LabelManagedBy, resources.ManagedBy), check.secret)
+				cert, err := pki.ParseCertificate(s.Data[corev1.TLSCertKey])
+				Expect(err).NotTo(HaveOccurred())
+				_, err = cert.Verify(x509.VerifyOptions{DNSName: check.name, Roots: roots, KeyUsages: []x509.ExtKeyUsage{check.usage}})
+				Expect(err).NotTo(HaveOccurred(), "%s for %q", check.secret, check.name)
+			}
+			peer := &corev1.Secret{}
+			Expect(k8sClient.Get(ctx, key(c.Namespace, resources.PeerSecretName(c)), peer)).To(Succeed())
+			peerCert, err := pki.ParseCertificate(peer.Data[corev1.TLSCertKey])
+			Expect(err).NotTo(HaveOccurred())
+			Expect(peerCert.Subject.CommonName).To(Equal(resources.PeerCommonName(c)), "the peer port accepts only this name")
+
+			By("the members mount the Secrets cert-manager wrote")
+			sts := &appsv1.StatefulSet{}
+			Eventually(func() error { return k8sClient.Get(ctx, key(c.Namespace, resources.StatefulSetName(c)), sts) }, timeout, interval).Should(Succeed())
+			var mounted []string
+			for _, v := range sts.Spec.Template.Spec.Volumes {
+				if v.Secret != nil {
+					mounted = append(mounted, v.Secret.SecretName)
+				}
+			}
+			Expect(mounted).To(ContainElements(resources.ServerSecretName(c), resources.PeerSecretName(c)))
+			Eventually(func(g Gomega) {
+				g.Expect(get(ctx, c)).To(Succeed())
+				g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
+				g.Expect(c.Status.TLS).NotTo(BeNil())
+				g.Expect(c.Status.TLS.Certificates).To(HaveLen(3), "server, peer and client; the CA is the issuer's")
+				g.Expect(conditionOf(c, etcdv1beta1.ConditionDegraded)).NotTo(HaveField("Reason", BeElementOf(
+					ReasonCertManagerMissing, ReasonIssuerNotReady, ReasonCertificatesPending)))
+			}, timeout, interval).Should(Succeed())
+
+			By("a steady-state reconcile writes nothing, Certificates included")
+			for round := range 3 {
+				mgrWrite.reset()
+				before := mgrRuns.Load()
+				Expect(retryUpdate(ctx, c, func(o client.Object) {
+					o.SetAnnotations(map[string]string{"test/round": fmt.Sprint(round)})
+				})).To(Succeed())
+				Eventually(mgrRuns.Load, timeout, interval).Should(BeNumerically(">", before))
+				Expect(mgrWrite.about(c.Name)).To(BeEmpty(), "steady-state reconcile %d wrote", round)
+			}
+		})
+
+		It("refuses issuerRef removed from a cluster whose certificates cert-manager issues, changes nothing, and clears when it is set back", func() {
+			c := issuedCluster(certManagerNS, "ca", "Issuer")
+			Expect(k8sClient.Create(ctx, c)).To(Succeed())
+			Eventually(func(g Gomega) {
+				g.Expect(get(ctx, c)).To(Succeed())
+				g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
+				g.Expect(c.Status.TLS).NotTo(BeNil())
+				g.Expect(c.Status.TLS.Certificates).To(HaveLen(3))
+				g.Expect(runningState(ctx, c)(g)).To(HaveKeyWithValue("StatefulSet", Not(Equal("absent"))))
+			}, timeout, interval).Should(Succeed())
+			before := runningState(ctx, c)(Default)
+			Expect(before).To(HaveKeyWithValue("Secret "+resources.CASecretName(c), "absent"), "the issuer holds the CA")
+
+			Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1beta1.EtcdCluster).Spec.TLS.IssuerRef = nil })).
+				To(Succeed(), "the API server leaves removing issuerRef to the operator")
+			Eventually(condition(ctx, c, etcdv1beta1.ConditionDegraded), timeout, interval).Should(And(
+				statusIs(metav1.ConditionTrue, ReasonIssuerRefRefused),
+				HaveField("Message", ContainSubstring("spec.tls.issuerRef was removed from a cluster whose certificates cert-manager issues")),
+				HaveField("Message", ContainSubstring("Set spec.tls.issuerRef back (name: ca, kind: Issuer, group: cert-manager.io)"))))
+			Consistently(runningState(ctx, c), 2*time.Second, interval).Should(Equal(before),
+				"no CA is created, no certificate replaced, no member touched")
+
+			Expect(retryUpdate(ctx, c, func(o client.Object) {
+				o.(*etcdv1beta1.EtcdCluster).Spec.TLS.IssuerRef = &etcdv1beta1.IssuerReference{Name: "ca", Kind: "Issuer"}
+			})).To(Succeed())
+			Eventually(condition(ctx, c, etcdv1beta1.ConditionDegraded), timeout, interval).
+				ShouldNot(HaveField("Reason", ReasonIssuerRefRefused), "the refusal clears with issuerRef set back")
+			Expect(runningState(ctx, c)(Default)).To(Equal(before))
+		})
+
+		It("takes a certificate cert-manager renews without touching the members", func() {
+			c := issuedCluster(certManagerNS, "ca", "Issuer")
+			Expect(k8sClient.Create(ctx, c)).To(Succeed())
+			sts := &appsv1.StatefulSet{}
+			Eventually(func() error { return k8sClient.Get(ctx, key(c.Namespace, resources.StatefulSetName(c)), sts) }, timeout, interval).Should(Succeed())
+			server := &corev1.Secret{}
+			serial := func(g Gomega) string {
+				g.Expect(k8sClient.Get(ctx, key(c.Namespace, resources.ServerSecretName(c)), server)).To(Succeed())
+				cert, err := pki.ParseCertificate(server.Data[corev1.TLSCertKey])
+				g.Expect(err).NotTo(HaveOccurred())
+				return cert.SerialNumber.String()
+			}
+			first := serial(Default)
+			Eventually(func(g Gomega) {
+				g.Expect(get(ctx, c)).To(Succeed())
+				g.Expect(c.Status.TLS).NotTo(BeNil())
+				g.Expect(c.Status.TLS.Certificates).To(HaveLen(3))
+			}, timeout, interval).Should(Succeed())
+			mgrWrite.reset()
+
+			By("asking cert-manager to renew, as `cmctl renew` does (its Issuing condition)")
+			cert := certificateObject(c.Namespace, resources.CertificateName(issuedLeaves(c)[0]))
+			Expect(get(ctx, cert)).To(Succeed())
+			conditions, _, _ := unstructured.NestedSlice(cert.Object, "status", "conditions")
+			conditions = append(conditions, map[string]any{"type": "Issuing", "status": "True", "reason": "ManuallyTriggered",
+				"message": "renewal requested by the test", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)})
+			Expect(unstructured.SetNestedSlice(cert.Object, conditions, "status", "conditions")).To(Succeed())
+			Expect(k8sClient.Status().Update(ctx, cert)).To(Succeed())
+
+			Eventually(serial, timeout, interval).ShouldNot(Equal(first), "cert-manager issued a new server certificate")
+			Expect(server.Data["ca.crt"]).To(Equal(ca.CertPEM))
+			Eventually(func(g Gomega) int64 {
+				g.Expect(get(ctx, cert)).To(Succeed())
+				revision, _, _ := unstructured.NestedInt64(cert.Object, "status", "revision")
+				return revision
+			}, timeout, interval).Should(BeNumerically(">=", 2))
+
+			By("members read renewed files from their Secret volumes: the StatefulSet is not changed")
+			Consistently(func(g Gomega) {
+				now := &appsv1.StatefulSet{}
+				g.Expect(k8sClient.Get(ctx, key(c.Namespace, resources.StatefulSetName(c)), now)).To(Succeed())
+				g.Expect(now.Generation).To(Equal(sts.Generation))
+				for _, w := range mgrWrite.about(c.Name) {
+					g.Expect(w).NotTo(ContainSubstring("/statefulsets/"))
+					g.Expect(w).NotTo(ContainSubstring("/certificates/"), "the operator leaves renewal to cert-manager")
+				}
+			}, 2*time.Second, interval).Should(Succeed())
+		})
+	})
+})
+
+// conditionOf is the condition of type t of c as last read (nil when absent).
+func conditionOf(c *etcdv1beta1.EtcdCluster, t string) *metav1.Condition {
+	for i := range c.Status.Conditions {
+		if c.Status.Conditions[i].Type == t {
+			return &c.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// runningState is what a refused spec must leave as it is, by resourceVersion ("absent" when missing): the
+// members' StatefulSet and configuration, the operator's CA Secret and the certificate Secrets.
+func runningState(ctx context.Context, c *etcdv1beta1.EtcdCluster) func(g Gomega) map[string]string {
+	return func(g Gomega) map[string]string {
+		objs := map[string]client.Object{
+			"StatefulSet": &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: resources.StatefulSetName(c), Namespace: c.Namespace}},
+			"ConfigMap":   &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: resources.ConfigMapName(c), Namespace: c.Namespace}},
+		}
+		secrets := []string{resources.CASecretName(c)}
+		for _, leaf := range issuedLeaves(c) {
+			secrets = append(secrets, leaf.SecretName)
+		}
+		for _, name := range secrets {
+			objs["Secret "+name] = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace}}
+		}
+		state := map[string]string{}
+		for what, o := range objs {
+			switch err := get(ctx, o); {
+			case apierrors.IsNotFound(err):
+				state[what] = "absent"
+			default:
+				g.Expect(err).NotTo(HaveOccurred())
+				state[what] = o.GetResourceVersion()
+			}
+		}
+		return state
+	}
+}
