@@ -149,14 +149,16 @@ var _ = Describe("TLS from cert-manager", func() {
 
 	It("refuses issuerRef with caSecretName, or with TLS off, on a new cluster, and creates nothing", func() {
 		both := issuedCluster(watchedNS, "ca", "Issuer")
-		both.Spec.TLS.CASecretName = "my-ca"
+		// A name no other spec creates (specs share the namespace): the operator never creates a user's CA, so
+		// it stays absent with everything else.
+		both.Spec.TLS.CASecretName = "refused-issuer-ca"
 		plain := issuedCluster(watchedNS, "ca", "Issuer")
 		plain.Spec.TLS.Enabled = ptr.To(false)
 		for _, tc := range []struct {
 			c    *etcdv1beta1.EtcdCluster
 			want string
 		}{
-			{both, "spec.tls.issuerRef (Issuer ca of cert-manager.io) and spec.tls.caSecretName (my-ca) are exclusive"},
+			{both, "spec.tls.issuerRef (Issuer ca of cert-manager.io) and spec.tls.caSecretName (refused-issuer-ca) are exclusive"},
 			{plain, "spec.tls.issuerRef (Issuer ca of cert-manager.io) needs TLS, but spec.tls.enabled is false"},
 		} {
 			Expect(k8sClient.Create(ctx, tc.c)).To(Succeed(), "the API server leaves this to the operator")
