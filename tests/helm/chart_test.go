@@ -234,8 +234,14 @@ func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
 
 // crdObjects lists the objects of a CRD in every namespace.
 func crdObjects(g Gomega, crd *apiextensionsv1.CustomResourceDefinition) []string {
+	var version string
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			version = v.Name
+		}
+	}
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: crd.Spec.Versions[0].Name, Kind: crd.Spec.Names.ListKind})
+	list.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: version, Kind: crd.Spec.Names.ListKind})
 	g.Expect(k8s.List(ctx, list)).To(Succeed())
 	var names []string
 	for _, o := range list.Items {
