@@ -4,8 +4,12 @@ package helm
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -232,6 +236,24 @@ func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
 	return false
 }
 
+// deleteFromRegistry deletes a manifest the suite pushed (the node's registry allows deletes) through the
+// registry's HTTP API, which Helm does not wrap; its blobs go at the registry's next garbage collection.
+func deleteFromRegistry(repository, digest string) {
+	pem, err := os.ReadFile(registryTLSBundle)
+	Expect(err).NotTo(HaveOccurred())
+	pool := x509.NewCertPool()
+	Expect(pool.AppendCertsFromPEM(pem)).To(BeTrue(), registryTLSBundle)
+	hc := &http.Client{Timeout: 30 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	req, err := http.NewRequest(http.MethodDelete, fmt.Sprintf("https://%s/v2/%s/manifests/%s", registry, repository, digest), nil)
+	Expect(err).NotTo(HaveOccurred())
+	resp, err := hc.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	Expect(resp.StatusCode).To(Or(Equal(http.StatusAccepted), Equal(http.StatusNotFound)), "DELETE %s@%s: %s", repository, digest, body)
+}
+
 // crdObjects lists the objects of a CRD in every namespace.
 func crdObjects(g Gomega, crd *apiextensionsv1.CustomResourceDefinition) []string {
 	var version string
@@ -304,7 +326,10 @@ var _ = Describe("The Helm chart from an OCI registry: install, upgrade under a 
 	It("packages the chart at its version and the next patch version and pushes both to the registry", func() {
 		for _, v := range []string{version, next} {
 			archive := packageChart(v, v == next)
-			helm("push", archive, "oci://"+registry+"/charts", "--ca-file", registryTLSBundle)
+			out := helm("push", archive, "oci://"+registry+"/charts", "--ca-file", registryTLSBundle)
+			m := regexp.MustCompile(`Digest: (sha256:[0-9a-f]{64})`).FindStringSubmatch(out)
+			Expect(m).NotTo(BeNil(), "no digest in helm push's output")
+			DeferCleanup(deleteFromRegistry, "charts/"+chartName, m[1])
 		}
 		out := helm("show", "chart", ref, "--version", next, "--ca-file", registryTLSBundle)
 		Expect(out).To(ContainSubstring("version: " + next))
@@ -374,6 +399,7 @@ var _ = Describe("The Helm chart from an OCI registry: install, upgrade under a 
 		var managed map[string]string
 		Eventually(func(g Gomega) { managed = managedObjects(g, ns) }).WithTimeout(time.Minute).Should(Succeed())
 		Expect(managed).To(HaveKey("statefulset/" + c.Name))
+		generation := fw.GetCluster(c).Generation
 		start := time.Now()
 		helm("uninstall", releaseName, "-n", opNS, "--wait", "--timeout", "3m")
 		framework.ReportDuration("helm uninstall", time.Since(start))
@@ -407,7 +433,9 @@ var _ = Describe("The Helm chart from an OCI registry: install, upgrade under a 
 			Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, crd)).To(Succeed())
 			Expect(crd.DeletionTimestamp).To(BeNil(), name)
 		}
-		Expect(fw.GetCluster(c).DeletionTimestamp).To(BeNil())
+		live := fw.GetCluster(c)
+		Expect(live.DeletionTimestamp).To(BeNil())
+		Expect(live.Generation).To(Equal(generation), "the EtcdCluster changed")
 		Consistently(func(g Gomega) {
 			g.Expect(managedObjects(g, ns)).To(Equal(managed))
 			g.Expect(observe(g, c)).To(Equal(before))
