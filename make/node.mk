@@ -65,3 +65,21 @@ test-monitoring: cluster-up ginkgo prometheus ## The monitoring e2e scenario: a 
 	KUBECONFIG=$(NODE_KUBECONFIG) KUBECTL=$(KUBECTL) E2E_OPERATOR_IMAGE=$$(cat $(NODE_DIR)/operator-image) \
 		E2E_PROMETHEUS=$(PROMETHEUS) \
 		$(GINKGO) run --tags e2e --timeout 20m -v --label-filter='prometheus' $(E2E_ARGS) ./tests/e2e
+
+# The Helm chart on the local node (tests/helm, build tag helm): the chart packaged at its version and the next patch
+# version, pushed to the node's registry over TLS (oci://localhost:5443/charts), installed, upgraded under a running
+# 3-member EtcdCluster, uninstalled. Assumes the node is up (make cluster-up). Like test-olm-run, it first removes the
+# deployment of an operator from `make deploy` (two operators would reconcile the same clusters) and does not put it
+# back; the suite also replaces the project's CRDs with the chart's (once no EtcdCluster or EtcdBackup is left on the
+# node) and leaves them installed.
+HELM_NODE_TIMEOUT ?= 20m
+HELM_NODE_ARGS ?=
+
+.PHONY: test-helm-node
+test-helm-node: helm ## The Helm chart from the node's OCI registry on a running local node (make cluster-up): install, upgrade to the next chart version under a running cluster (no member restarted), uninstall (CRDs and EtcdClusters stay).
+	VERSION=$(VERSION) hack/node/images.sh
+	$(KUBECTL) --kubeconfig $(NODE_KUBECONFIG) -n etcd-operator-system delete deployment --all --ignore-not-found --wait=true
+	KUBECONFIG=$(NODE_KUBECONFIG) KUBECTL=$(KUBECTL) HELM=$(HELM) HELM_OPERATOR_IMAGE=$$(cat $(NODE_DIR)/operator-image) \
+	  HELM_REGISTRY=localhost:5443 HELM_REGISTRY_TLS_BUNDLE=$(NODE_DIR)/registry-tls/ca-bundle.crt \
+	  HELM_ETCD_VERSION=$(ETCD_VERSION:v%=%) \
+	  go test -tags helm ./tests/helm/... -count=1 -timeout $(HELM_NODE_TIMEOUT) -v -ginkgo.v $(HELM_NODE_ARGS)

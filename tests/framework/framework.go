@@ -1,9 +1,9 @@
-// Package framework holds the helpers the node suites share (tests/e2e, tests/olm, tests/bench/node): the
-// suite's connection to the cluster, namespaces and EtcdCluster fixtures, waits, an etcd client that works
-// from the host, a writer that proves no acknowledged write is lost, command runners and duration reports.
-// It has no build tag, so every tagged suite can import it. Helpers that assert do so with Gomega's global
-// assertions (offset to the caller), so they run inside Ginkgo specs; the rest return errors, for suites
-// built on package testing.
+// Package framework holds the helpers the node suites share (tests/e2e, tests/olm, tests/helm,
+// tests/bench/node): the suite's connection to the cluster, namespaces and EtcdCluster fixtures, waits, an
+// etcd client that works from the host, a writer that proves no acknowledged write is lost, command runners
+// and duration reports. It has no build tag, so every tagged suite can import it. Helpers that assert do so
+// with Gomega's global assertions (offset to the caller), so they run inside Ginkgo specs; the rest return
+// errors, for suites built on package testing.
 package framework
 
 import (
