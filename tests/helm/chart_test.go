@@ -304,6 +304,7 @@ var _ = Describe("The Helm chart from an OCI registry: install, upgrade under a 
 		w                   *framework.Writer
 		before              clusterState
 		operator            corev1.Pod
+		pushed              []string // digests of the charts pushed, deleted from the registry when the container ends
 	)
 
 	BeforeAll(func() {
@@ -321,6 +322,12 @@ var _ = Describe("The Helm chart from an OCI registry: install, upgrade under a 
 			}
 		})
 		ns = fw.NewNamespace("cluster")
+		// Registered here, not in the spec that pushes: a spec's cleanups run when that spec ends.
+		DeferCleanup(func() {
+			for _, digest := range pushed {
+				deleteFromRegistry("charts/"+chartName, digest)
+			}
+		})
 	})
 
 	It("packages the chart at its version and the next patch version and pushes both to the registry", func() {
@@ -329,7 +336,7 @@ var _ = Describe("The Helm chart from an OCI registry: install, upgrade under a 
 			out := helm("push", archive, "oci://"+registry+"/charts", "--ca-file", registryTLSBundle)
 			m := regexp.MustCompile(`Digest: (sha256:[0-9a-f]{64})`).FindStringSubmatch(out)
 			Expect(m).NotTo(BeNil(), "no digest in helm push's output")
-			DeferCleanup(deleteFromRegistry, "charts/"+chartName, m[1])
+			pushed = append(pushed, m[1])
 		}
 		out := helm("show", "chart", ref, "--version", next, "--ca-file", registryTLSBundle)
 		Expect(out).To(ContainSubstring("version: " + next))
