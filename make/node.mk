@@ -31,6 +31,10 @@ cluster-up: ## Start the local cluster (cold: builds Kubernetes, etcd, CoreDNS, 
 cluster-down: ## Stop the local node and undo its processes, mounts, iptables chains, bridge, cgroups and sysctls (PURGE=1: drop caches too).
 	hack/node/cluster-down.sh
 
+.PHONY: cert-manager-node
+cert-manager-node: ## Install cert-manager's CRDs and its CA issuer controller (built offline) on the running local node; before the operator starts.
+	hack/node/cert-manager.sh
+
 .PHONY: images
 images: ## Build the operator, etcd, pause and busybox images offline and push them to the node's registry (localhost:5000); test-e2e adds MinIO.
 	VERSION=$(VERSION) hack/node/images.sh
@@ -38,8 +42,9 @@ images: ## Build the operator, etcd, pause and busybox images offline and push t
 ##@ Test
 
 .PHONY: test-e2e
-test-e2e: cluster-up minio ginkgo ## Deploy the operator (make deploy) on the local node and run the e2e suite (tests/e2e) but the chaos and monitoring scenarios.
+test-e2e: cluster-up minio ginkgo ## Install cert-manager (hack/node/cert-manager.sh), deploy the operator (make deploy) on the local node and run the e2e suite (tests/e2e) but the chaos and monitoring scenarios.
 	VERSION=$(VERSION) MINIO_BIN=$(MINIO) FAILPOINT_IMAGE=1 hack/node/images.sh
+	hack/node/cert-manager.sh
 	KUBECONFIG=$(NODE_KUBECONFIG) $(MAKE) deploy IMG=$$(cat $(NODE_DIR)/operator-image)
 	KUBECONFIG=$(NODE_KUBECONFIG) KUBECTL=$(KUBECTL) E2E_OPERATOR_IMAGE=$$(cat $(NODE_DIR)/operator-image) \
 		E2E_FAILPOINT_IMAGE=$$(cat $(NODE_DIR)/operator-image-failpoints) E2E_KUBELET_ROOT=$(NODE_DIR)/state/kubelet \
