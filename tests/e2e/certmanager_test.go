@@ -3,14 +3,18 @@
 package e2e
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"math/big"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,9 +33,10 @@ var (
 	issuerGVK      = schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Issuer"}
 )
 
-// TLS from cert-manager on the node: a CA Issuer signs the members' and the client's certificates, and a renewal
-// cert-manager makes reaches every member under a writer that authenticates with the client certificate. Needs
-// cert-manager on the node before the operator starts (make test-e2e installs it: hack/node/cert-manager.sh).
+// TLS from cert-manager on the node: a CA Issuer signs the members' and the client's certificates; a renewal
+// cert-manager makes reaches every member under a writer that authenticates with the client certificate; a change
+// of the issuer's CA is carried through under a writer, one member restarted at a time. Needs cert-manager on the
+// node before the operator starts (make test-e2e installs it: hack/node/cert-manager.sh).
 var _ = Describe("TLS from cert-manager", Label("tls", "certmanager"), Ordered, func() {
 	var (
 		ns     string
@@ -93,6 +98,23 @@ var _ = Describe("TLS from cert-manager", Label("tls", "certmanager"), Ordered, 
 		return conn.ConnectionState().PeerCertificates[0].SerialNumber
 	}
 
+	// renewAll does what `cmctl renew` does to each Certificate: the Issuing condition asks cert-manager for a
+	// new certificate now.
+	renewAll := func() {
+		for _, name := range leafSecrets() {
+			Eventually(func(g Gomega) {
+				cert := &unstructured.Unstructured{}
+				cert.SetGroupVersionKind(certificateGVK)
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cert)).To(Succeed())
+				conditions, _, _ := unstructured.NestedSlice(cert.Object, "status", "conditions")
+				conditions = append(conditions, map[string]any{"type": "Issuing", "status": "True", "reason": "ManuallyTriggered",
+					"message": "renewal asked for by the e2e suite", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)})
+				g.Expect(unstructured.SetNestedSlice(cert.Object, conditions, "status", "conditions")).To(Succeed())
+				g.Expect(k8s.Status().Update(ctx, cert)).To(Succeed(), "Certificate %s", name)
+			}).WithTimeout(30 * time.Second).Should(Succeed())
+		}
+	}
+
 	It("serves with certificates the issuer signed, from Certificates the cluster owns", func() {
 		for _, name := range leafSecrets() {
 			cert := &unstructured.Unstructured{}
@@ -127,17 +149,7 @@ var _ = Describe("TLS from cert-manager", Label("tls", "certmanager"), Ordered, 
 			before[name] = certificate(Default, name).SerialNumber
 		}
 		start := time.Now()
-		// What `cmctl renew` does: the Issuing condition asks cert-manager for a new certificate now.
-		for _, name := range leafSecrets() {
-			cert := &unstructured.Unstructured{}
-			cert.SetGroupVersionKind(certificateGVK)
-			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cert)).To(Succeed())
-			conditions, _, _ := unstructured.NestedSlice(cert.Object, "status", "conditions")
-			conditions = append(conditions, map[string]any{"type": "Issuing", "status": "True", "reason": "ManuallyTriggered",
-				"message": "renewal asked for by the e2e suite", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)})
-			Expect(unstructured.SetNestedSlice(cert.Object, conditions, "status", "conditions")).To(Succeed())
-			Expect(k8s.Status().Update(ctx, cert)).To(Succeed(), "Certificate %s", name)
-		}
+		renewAll()
 		for _, name := range leafSecrets() {
 			Eventually(func(g Gomega) {
 				g.Expect(certificate(g, name).SerialNumber).NotTo(Equal(before[name]))
@@ -166,7 +178,137 @@ var _ = Describe("TLS from cert-manager", Label("tls", "certmanager"), Ordered, 
 			}
 		}
 	})
+
+	It("carries a change of the issuer's CA through under a writer: both CAs trusted meanwhile, one member down at most, then the old CA dropped", func() {
+		ids := memberIDsByName(c, 3)
+		oldCA := issuer
+		next, nextKey, err := pki.NewCA("e2e issuer CA, the next one", 24*time.Hour, time.Now())
+		Expect(err).NotTo(HaveOccurred())
+		oldClient := &corev1.Secret{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Name + "-client-tls"}, oldClient)).To(Succeed())
+
+		By("a writer that trusts both CAs and presents the client certificate its Secret holds at each handshake, as a client mounting the Secret does")
+		roots := x509.NewCertPool()
+		roots.AddCert(oldCA.Cert)
+		roots.AddCert(next.Cert)
+		svc := &corev1.Service{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Name + "-client"}, svc)).To(Succeed())
+		host := c.Name + "-client." + ns + ".svc"
+		cfg := &tls.Config{ServerName: host, RootCAs: roots, MinVersion: tls.VersionTLS12,
+			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+				s := &corev1.Secret{}
+				if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Name + "-client-tls"}, s); err != nil {
+					return nil, err
+				}
+				pair, err := tls.X509KeyPair(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey])
+				return &pair, err
+			}}
+		cli, err := framework.EtcdClientTLS(host, svc.Spec.ClusterIP, cfg, 5*time.Second)
+		Expect(err).NotTo(HaveOccurred())
+		fw.EtcdClient = func(*etcdv1beta1.EtcdCluster) *clientv3.Client { return cli }
+		w := fw.StartWriter(c, "/e2e/issuer-ca-change")
+		fw.EtcdClient = nil
+		w.WaitProgress(50, time.Minute)
+		obs := startRolloutObserver(c)
+
+		// The most CAs the server Secret's ca.crt held at once during the change: both, while members move.
+		sctx, stopSampling := context.WithCancel(ctx)
+		var mostCAs atomic.Int32
+		sampled := make(chan struct{})
+		go func() {
+			defer close(sampled)
+			for sctx.Err() == nil {
+				s := &corev1.Secret{}
+				if k8s.Get(sctx, client.ObjectKey{Namespace: ns, Name: c.Name + "-server-tls"}, s) == nil {
+					if n := int32(len(pemCertificates(s.Data["ca.crt"]))); n > mostCAs.Load() {
+						mostCAs.Store(n)
+					}
+				}
+				time.Sleep(500 * time.Millisecond)
+			}
+		}()
+		DeferCleanup(stopSampling)
+
+		By("replacing the CA in the issuer's Secret, then asking cert-manager to issue again")
+		start := time.Now()
+		Eventually(func(g Gomega) {
+			s := &corev1.Secret{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "issuer-ca"}, s)).To(Succeed())
+			s.Data = map[string][]byte{corev1.TLSCertKey: next.CertPEM, corev1.TLSPrivateKeyKey: nextKey}
+			g.Expect(k8s.Update(ctx, s)).To(Succeed())
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		issuer = next
+		renewAll()
+
+		By("every certificate from the new CA, the old CA no longer trusted, every member serving the new server certificate")
+		Eventually(func(g Gomega) {
+			for _, name := range leafSecrets() {
+				certificate(g, name) // verified against the new CA
+				s := &corev1.Secret{}
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s)).To(Succeed())
+				cas := pemCertificates(s.Data["ca.crt"])
+				g.Expect(cas).To(HaveLen(1), "Secret %s trusts %d CAs", name, len(cas))
+				g.Expect(cas[0].Equal(next.Cert)).To(BeTrue(), "Secret %s trusts another CA than the issuer's new one", name)
+			}
+		}).WithTimeout(10 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		framework.ReportDuration("every Secret from the new CA, the old one dropped, after", time.Since(start))
+		nextOnly := x509.NewCertPool()
+		nextOnly.AddCert(next.Cert)
+		for _, p := range fw.MemberPods(c) {
+			Eventually(func(g Gomega) {
+				cfg := fw.ClusterTLS(c, fmt.Sprintf("%s.%s.%s.svc.cluster.local", p.Name, c.Name, ns))
+				cfg.RootCAs = nextOnly
+				conn, err := tls.DialWithDialer(&netDialer, "tcp", p.Status.PodIP+":2379", cfg)
+				g.Expect(err).NotTo(HaveOccurred(), "member %s does not serve a certificate of the new CA", p.Name)
+				_ = conn.Close()
+			}).WithTimeout(3*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "member %s", p.Name)
+		}
+		fw.WaitAvailable(c, 5*time.Minute)
+		framework.ReportDuration("Available, every member on the new CA, after", time.Since(start))
+		w.WaitProgress(50, time.Minute)
+		_, maxDown, err := obs.stop()
+		Expect(err).NotTo(HaveOccurred())
+		stopSampling()
+		<-sampled
+
+		acked, failed := w.Counts()
+		AddReportEntry("writer during the CA change", fmt.Sprintf("%d acknowledged, %d failed, longest gap %s", acked, failed, w.LongestGap()))
+		w.StopAndVerify(c)
+		Expect(maxDown).To(BeNumerically("<=", 1), "more than one member was down at once")
+		Expect(mostCAs.Load()).To(BeNumerically(">=", 2), "the members never trusted both CAs during the change")
+		Expect(memberIDsByName(c, 3)).To(Equal(ids), "a member was replaced instead of restarted")
+		expectAgreement(c, 3)
+
+		By("a client certificate of the old CA is refused now")
+		stale := fw.ClusterTLS(c, host)
+		pair, err := tls.X509KeyPair(oldClient.Data[corev1.TLSCertKey], oldClient.Data[corev1.TLSPrivateKeyKey])
+		Expect(err).NotTo(HaveOccurred())
+		stale.Certificates = []tls.Certificate{pair}
+		old, err := framework.EtcdClientTLS(host, svc.Spec.ClusterIP, stale, 3*time.Second)
+		if err == nil {
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err = old.Put(pctx, "/e2e/old-ca-client", "refused")
+			cancel()
+			_ = old.Close()
+		}
+		Expect(err).To(HaveOccurred(), "a client certificate of the dropped CA was served")
+	})
 })
+
+// pemCertificates parses every certificate of a PEM bundle (ca.crt).
+func pemCertificates(bundle []byte) []*x509.Certificate {
+	var certs []*x509.Certificate
+	for {
+		var block *pem.Block
+		block, bundle = pem.Decode(bundle)
+		if block == nil {
+			return certs
+		}
+		if cert, err := x509.ParseCertificate(block.Bytes); err == nil && block.Type == "CERTIFICATE" {
+			certs = append(certs, cert)
+		}
+	}
+}
 
 // readyStatus is the status of a cert-manager object's Ready condition.
 func readyStatus(u *unstructured.Unstructured) string {
