@@ -13,11 +13,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
-	"slices"
 	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/seedops/etcd-operator/tests/bench/internal/load"
 )
 
 // phase is one measured phase of a run (puts, or gets).
@@ -94,15 +95,15 @@ func measure(ctx context.Context, o options, certs *certificates, v variant, rou
 	value := make([]byte, o.valueSize)
 	_, _ = rand.Read(value)
 	put := func(ctx context.Context, cli *clientv3.Client, rng *mrand.Rand) error {
-		_, err := cli.Put(ctx, key(rng.IntN(o.keys)), string(value))
+		_, err := cli.Put(ctx, load.Key(rng.IntN(o.keys)), string(value))
 		return err
 	}
 	get := func(ctx context.Context, cli *clientv3.Client, rng *mrand.Rand) error {
-		_, err := cli.Get(ctx, key(rng.IntN(o.keys)))
+		_, err := cli.Get(ctx, load.Key(rng.IntN(o.keys)))
 		return err
 	}
 
-	drive(ctx, clis, o.clients, o.warmup, o.rate, put) // warm-up: connections, page cache, allocator
+	load.Drive(ctx, clis, o.clients, o.warmup, o.rate, put) // warm-up: connections, page cache, allocator
 	var stopProfiles func()
 	if round == o.profileRound {
 		stopProfiles = startProfiles(o, c, certs, v.Name, round, res.Profiles)
@@ -117,28 +118,20 @@ func measure(ctx context.Context, o options, certs *certificates, v variant, rou
 	return res, nil
 }
 
-func key(i int) string { return fmt.Sprintf("bench/%08d", i) }
-
 // measurePhase drives the load for d and accounts for the CPU it took.
 func measurePhase(ctx context.Context, c *cluster, leader int, clis []*clientv3.Client, clients int, d time.Duration,
-	rate float64, op func(context.Context, *clientv3.Client, *mrand.Rand) error) *phase {
+	rate float64, op load.Op) *phase {
 	ports := c.serverPorts()
 	connsBefore := connections(ports)
 	before := snapshotCPU(c.pids())
-	ops, errs, lat, elapsed := drive(ctx, clis, clients, d, rate, op)
+	ops, errs, lat, elapsed := load.Drive(ctx, clis, clients, d, rate, op)
 	after := snapshotCPU(c.pids())
 	connsAfter := connections(ports)
 
 	p := &phase{Ops: ops, Errors: errs, Seconds: elapsed.Seconds(), NewConns: map[string]int{}, Conns: map[string]int{}, Rate: rate}
 	p.PerSecond = float64(ops) / p.Seconds
-	slices.Sort(lat)
-	pct := func(q float64) float64 {
-		if len(lat) == 0 {
-			return 0
-		}
-		return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))].Microseconds()) / 1000
-	}
-	p.P50ms, p.P90ms, p.P99ms, p.Maxms = pct(0.50), pct(0.90), pct(0.99), pct(1)
+	pct := load.Summarize(lat)
+	p.P50ms, p.P90ms, p.P99ms, p.Maxms = pct.P50ms, pct.P90ms, pct.P99ms, pct.Maxms
 	var syscalls uint64
 	for i := range min(len(before.procs), len(after.procs)) {
 		p.MemberCPUs += after.procs[i] - before.procs[i]
@@ -164,75 +157,6 @@ func measurePhase(ctx context.Context, c *cluster, leader int, clis []*clientv3.
 		}
 	}
 	return p
-}
-
-// drive runs op from clients goroutines, spread over clis, for d: each as fast as it can, or, with rate,
-// together at most rate requests per second (latency then counts from the request's turn).
-func drive(ctx context.Context, clis []*clientv3.Client, clients int, d time.Duration, rate float64,
-	op func(context.Context, *clientv3.Client, *mrand.Rand) error) (ops, errs int, lat []time.Duration, elapsed time.Duration) {
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	start := time.Now()
-	end := start.Add(d)
-	var turns chan struct{}
-	if rate > 0 {
-		turns = make(chan struct{}, clients)
-		done := make(chan struct{})
-		defer close(done)
-		go func() {
-			// One turn per 1/rate: a ticker of a millisecond or more hands out the turns due since the last.
-			period := max(time.Millisecond, time.Duration(float64(time.Second)/rate))
-			t := time.NewTicker(period)
-			defer t.Stop()
-			given := 0
-			for {
-				select {
-				case <-done:
-					return
-				case now := <-t.C:
-					due := int(now.Sub(start).Seconds() * rate)
-					for ; given < due; given++ {
-						select {
-						case turns <- struct{}{}:
-						default: // every client is busy: the turn is lost
-						}
-					}
-				}
-			}
-		}()
-	}
-	for g := range clients {
-		wg.Go(func() {
-			cli := clis[g%len(clis)]
-			rng := mrand.New(mrand.NewPCG(uint64(g), uint64(start.UnixNano())))
-			mine := make([]time.Duration, 0, 1<<14)
-			var e int
-			for time.Now().Before(end) {
-				if turns != nil {
-					select {
-					case <-turns:
-					case <-time.After(time.Until(end)):
-						continue
-					}
-				}
-				rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				t := time.Now()
-				err := op(rctx, cli, rng)
-				cancel()
-				if err != nil {
-					e++
-					continue
-				}
-				mine = append(mine, time.Since(t))
-			}
-			mu.Lock()
-			lat = append(lat, mine...)
-			errs += e
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	return len(lat), errs, lat, time.Since(start)
 }
 
 // startProfiles takes CPU profiles of every member (etcd's /debug/pprof) and of this process for the

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/seedops/etcd-operator/tests/bench/internal/load"
 )
 
 // earlier are a variant's figures in the previous report (tests/bench/served/before.json): ratios to plain
@@ -196,14 +198,4 @@ func conns(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
+func median(xs []float64) float64 { return load.Median(xs) }
