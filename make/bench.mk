@@ -77,7 +77,7 @@ bench-node: kubectl ## Operator vs a bare etcd StatefulSet on the local node (ho
 
 .PHONY: bench-node-locked
 bench-node-locked: cluster-up
-	VERSION=$(VERSION) hack/node/images.sh
+	VERSION=$(VERSION) LOADGEN_IMAGE=1 hack/node/images.sh
 	@# An OLM install elsewhere may own the CRDs' fields (apply conflict): the rest still applies, and the
 	@# benchmark itself checks that our Deployment runs the new image and no all-namespace operator is present.
 	KUBECONFIG=$(NODE_KUBECONFIG) $(MAKE) deploy IMG=$$(cat $(NODE_DIR)/operator-image) || echo "bench-node: make deploy reported conflicts; continuing"

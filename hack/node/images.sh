@@ -6,6 +6,7 @@
 #   pause:<tag>                      the pod sandbox, from Kubernetes' pause.c
 #   busybox:<version>                local-path-provisioner's helper pods, from Debian's busybox-static
 #   minio:e2e                        the S3-compatible server of the backup e2e tests (MINIO_BIN, `make minio`)
+#   loadgen:bench                    /loadgen, the served-load benchmark's load generator (LOADGEN_IMAGE=1)
 # Each image is skipped when its inputs are unchanged and the registry still has it.
 # The operator image reference is written to bin/node/operator-image (FAILPOINT_IMAGE=1 adds the failpoint
 # build's, bin/node/operator-image-failpoints).
@@ -41,6 +42,15 @@ if [ -n "${MINIO_BIN:-}" ]; then
   go version -m "$MINIO_BIN" | grep -q 'CGO_ENABLED=0' || die "$MINIO_BIN must be static (make minio builds it with CGO_ENABLED=0)"
   image "$REGISTRY/minio:e2e" "${BASE_FILES[@]}" --add "$MINIO_BIN:/usr/bin/minio:0755" \
     --user 65532:65532 --entrypoint /usr/bin/minio --workdir /tmp
+fi
+
+# LOADGEN_IMAGE=1 (make bench-node): the load generator the served-load scenario runs in pods
+# (tests/bench/loadgen), static, user 65532:65532.
+if [ "${LOADGEN_IMAGE:-}" = 1 ]; then
+  (cd "$ROOT" && CGO_ENABLED=0 GOOS=linux GOWORK=off go build -trimpath -o "$IMAGES/loadgen.tmp" ./tests/bench/loadgen)
+  replace_if_changed "$IMAGES/loadgen.tmp" "$IMAGES/loadgen"
+  image "$REGISTRY/loadgen:bench" "${BASE_FILES[@]}" --add "$IMAGES/loadgen:/loadgen:0755" \
+    --user 65532:65532 --entrypoint /loadgen --workdir /tmp
 fi
 
 log "images ready in $REGISTRY (operator: $op_ref)"
