@@ -297,8 +297,17 @@ func memberPods(ns, instance string) ([]corev1.Pod, error) {
 // volumes and Parallel start as the operator's members: the difference is the operator.
 func applyBare(t *testing.T, ns, name string, n int32) {
 	t.Helper()
+	applyBareSpec(t, ns, name, n, nil)
+}
+
+// applyBareSpec is applyBare of the cluster spec changes (nil: the defaults), e.g. withoutTLS.
+func applyBareSpec(t *testing.T, ns, name string, n int32, spec func(*etcdv1beta1.EtcdCluster)) {
+	t.Helper()
 	ctx := context.Background()
 	c := cluster(ns, name, etcdVersion, n)
+	if spec != nil {
+		spec(c)
+	}
 	o := resources.DefaultOptions()
 	cm := resources.ConfigMap(c, resources.BootstrapConfig(c, int(n), o))
 	cm.OwnerReferences = nil
