@@ -16,7 +16,10 @@ BENCH_LARGE_MEMORY_LIMIT ?= 1Gi
 BENCH_ALT_MEMORY_LIMIT ?= 256Mi
 # CRD directories of the envtest scale run; add controllers/testdata/crds to install prometheus-operator's kinds.
 BENCH_CRDS ?= config/crd/bases
-# node part: runs per scenario, and the scenarios (regexp over Available, Scale, Heal, QuorumLoss, Upgrade, NoSpace, Defragment).
+# node part: runs per scenario, and the scenarios (regexp over Available, Scale, Heal, QuorumLoss, Upgrade, NoSpace, Defragment,
+# ServedLoad: a load generator in a pod drives a bare StatefulSet and the operator's clusters, TLS off and on,
+# through the client Service and every member: writes/s, reads/s, p50/p99 as ratios to the bare one;
+# `make bench-node BENCH_NODE_RUN=ServedLoad`, tests/bench/notes.md).
 BENCH_NODE_RUNS ?= 3
 BENCH_NODE_RUN ?= .
 BENCH_NODE_TIMEOUT ?= 90m
@@ -71,7 +74,7 @@ bench-restore: etcd ## Point-in-time restore of a 1 GiB etcd plus 2 minutes of c
 		go test -run '^$$' -bench PointInTimeRestore -benchtime 1x -timeout 60m ./internal/backup/continuous/ | tee $(BENCH_DIR)/restore.txt
 
 .PHONY: bench-node
-bench-node: kubectl ## Operator vs a bare etcd StatefulSet on the local node (holds the node lock; deploys the operator).
+bench-node: kubectl ## Operator vs a bare etcd StatefulSet on the local node (holds the node lock; deploys the operator); BENCH_NODE_RUN=ServedLoad: served load from a pod.
 	@# -o: the lock is not inherited by processes the node starts (they would hold it forever).
 	flock -o -w 3600 $(NODE_LOCK) $(MAKE) bench-node-locked
 
