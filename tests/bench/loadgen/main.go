@@ -7,7 +7,7 @@
 //	loadgen -endpoints https://op-client:2379 -cacert ca.crt -cert tls.crt -key tls.key -workloads put,txn
 //
 // Workloads: put (a 256-byte value to a random key), get-linearizable, get-serializable, and txn (a small
-// transaction: if a random key's mod revision is still what it was read as, put two keys). Each runs for
+// transaction: compare a random key's mod revision, a comparison that always holds, then put it and another key). Each runs for
 // -duration after -warmup of the same requests; clients goroutines share conns clientv3 clients, each
 // connected to every endpoint.
 package main
@@ -56,14 +56,14 @@ type Workload struct {
 }
 
 type options struct {
-	endpoints            []string
-	cacert, cert, key    string
-	clients, conns       int
-	duration, warmup     time.Duration
-	valueSize, keys      int
-	workloads            []string
-	label                string
-	dialTimeout          time.Duration
+	endpoints         []string
+	cacert, cert, key string
+	clients, conns    int
+	duration, warmup  time.Duration
+	valueSize, keys   int
+	workloads         []string
+	label             string
+	dialTimeout       time.Duration
 }
 
 func main() {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seedops/etcd-operator/internal/etcdtest"
+	"github.com/seedops/etcd-operator/internal/pki"
 )
 
 // etcdBinDir points ETCD_BIN_DIR at the repository's etcd (`make etcd`) when the test runs without `make test`.
@@ -84,6 +86,60 @@ func TestCommand(t *testing.T) {
 	}
 	if !bytes.Contains(stderr.Bytes(), []byte("cmd put:")) {
 		t.Errorf("stderr has no readable line: %s", stderr.String())
+	}
+}
+
+// TestTLS runs the generator with a client certificate against a member that requires one, as it runs
+// against the operator's clusters with TLS.
+func TestTLS(t *testing.T) {
+	etcdBinDir(t)
+	dir := t.TempDir()
+	now := time.Now()
+	ca, _, err := pki.NewCA("loadgen-ca", time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, b []byte) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	issue := func(name string, req pki.Request) (string, string) {
+		cert, key, err := ca.Issue(req, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return write(name+".crt", cert), write(name+".key", key)
+	}
+	files := &etcdtest.TLSFiles{CA: write("ca.crt", ca.CertPEM)}
+	member := pki.Request{CommonName: "member", DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		Usage: pki.ServerAndClient, Validity: time.Hour}
+	files.ServerCert, files.ServerKey = issue("server", member)
+	files.PeerCert, files.PeerKey = issue("peer", member)
+	clientCert, clientKey := issue("client", pki.Request{CommonName: "root", Usage: pki.ClientOnly, Validity: time.Hour})
+
+	c := etcdtest.NewForTest(t, "loadgen")
+	c.TLS = files
+	c.StartNew(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	o := options{endpoints: []string{c.ClientURL(0)}, cacert: files.CA, cert: clientCert, key: clientKey, clients: 2, conns: 1,
+		duration: 500 * time.Millisecond, valueSize: 256, keys: 100, workloads: []string{"put", "get-linearizable"}, dialTimeout: 30 * time.Second}
+	res, err := run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range res.Workloads {
+		if w.Requests == 0 || w.Errors != 0 {
+			t.Errorf("%s: %+v", w.Name, w)
+		}
+	}
+	// Without the client certificate the member refuses the connection: the generator fails, never measures.
+	o.cert, o.key, o.dialTimeout = "", "", 3*time.Second
+	if _, err := run(ctx, o); err == nil {
+		t.Error("a run without the client certificate succeeded")
 	}
 }
 
