@@ -12,12 +12,14 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
+	"github.com/seedops/etcd-operator/internal/resources"
 	"github.com/seedops/etcd-operator/tests/framework"
 )
 
@@ -395,6 +397,106 @@ var _ = Describe("Node events on three nodes", Label("nodes"), Serial, func() {
 		Expect(clusterEvents(c, corev1.EventTypeWarning, "QuorumRecovery")).NotTo(BeEmpty(), "the recovery step is an event")
 	})
 
+	It("loses two of three nodes with FromBackup chosen: restores every member from the newest backup, onto three nodes", func() {
+		ns := fw.NewNamespace("two-nodes-lost-backup")
+		c := fw.NewCluster(ns, "rebuilt", etcdVersion, 3)
+		c.Spec.BackupSchedule = ""
+		c.Spec.Recovery = etcdv1beta1.RecoverySpec{QuorumLoss: etcdv1beta1.QuorumLossFromBackup, After: &metav1.Duration{Duration: 30 * time.Second}}
+		c.Spec.Pod.Spread = etcdv1beta1.SpreadRequired
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		fw.WaitAvailable(c, 5*time.Minute)
+		expectClaimsRecorded(c, 3)
+		ids := memberIDsByName(c, 3)
+		oldCluster := clusterID(c)
+		inBackup, _ := writeKeys(c, "/e2e/in-backup", 300)
+
+		By("taking an on-demand backup to the cluster's backup claim (node-local), then writing past it")
+		b := &etcdv1beta1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "newest"},
+			Spec: etcdv1beta1.EtcdBackupSpec{ClusterName: c.Name}}
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		waitBackupSucceeded(b)
+		putGet(c, "/e2e/after-backup", "lost-with-the-majority")
+		survivorNode, survivor, lostNodes, lost := majorityAwayFromOperator(c)
+		backupNode := claimNode(ns, c.Name+"-backups")
+		AddReportEntry("placement", fmt.Sprintf("survivor %s on %s; lost %v on %v; backup claim on %s", survivor, survivorNode, lost, lostNodes, backupNode))
+
+		By(fmt.Sprintf("powering off %v (members %v, their volumes with them)", lostNodes, lost))
+		off := map[string]bool{}
+		DeferCleanup(func() {
+			for node := range off {
+				framework.PowerOn(node)
+			}
+			for node := range off {
+				fw.WaitNodeReady(node, true, 2*time.Minute)
+			}
+		})
+		start := time.Now()
+		for _, node := range lostNodes {
+			framework.PowerOff(node)
+			off[node] = true
+		}
+		for _, node := range lostNodes {
+			fw.WaitNodeReady(node, false, 2*time.Minute)
+		}
+		framework.ReportDuration("both nodes NotReady", time.Since(start))
+
+		By("a human declaring the two nodes' volumes lost: their claims and pods deleted (the pods forcibly: their kubelets are off)")
+		for _, name := range lost {
+			pvc := &corev1.PersistentVolumeClaim{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-" + name}, pvc)).To(Succeed())
+			Expect(k8s.Delete(ctx, pvc)).To(Succeed())
+			p := &corev1.Pod{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p)).To(Succeed())
+			Expect(k8s.Delete(ctx, p, client.GracePeriodSeconds(0))).To(Succeed())
+		}
+
+		By("the operator deciding to restore from the backup once recovery.after has passed: it starts the snapshot server of the backup claim")
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.SnapshotServerName(c)}, &appsv1.StatefulSet{})).To(Succeed())
+		}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		framework.ReportDuration("restore from the backup started", time.Since(start))
+		if slices.Contains(lostNodes, backupNode) {
+			Eventually(func(g Gomega) {
+				p := meta.FindStatusCondition(fw.GetCluster(c).Status.Conditions, etcdv1beta1.ConditionProgressing)
+				g.Expect(p).NotTo(BeNil())
+				g.Expect(p.Reason).To(Equal("WaitingForSnapshotServer"))
+				g.Expect(p.Message).To(ContainSubstring(c.Name + "-backups"))
+			}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "status does not say the restore waits for the backup claim's node")
+		}
+
+		By(fmt.Sprintf("powering %v on again: the restored members take a node each", lostNodes))
+		for _, node := range lostNodes {
+			framework.PowerOn(node)
+			delete(off, node)
+		}
+		for _, node := range lostNodes {
+			fw.WaitNodeReady(node, true, 2*time.Minute)
+		}
+		fw.WaitAvailable(c, 5*time.Minute)
+		expectVotingMembers(c, memberNames(c, 3), 5*time.Minute)
+		framework.ReportDuration("restored from the backup: 3 voting members on 3 nodes", time.Since(start))
+		rec := fw.GetCluster(c).Status.LastRecovery
+		Expect(rec).NotTo(BeNil())
+		Expect(rec.Strategy).To(Equal(etcdv1beta1.QuorumLossFromBackup))
+		Expect(rec.Source).To(Equal(b.Status.Location))
+		Expect(rec.Revision).To(Equal(b.Status.Revision))
+		byNode, _ := memberPlacement(c)
+		Expect(byNode).To(HaveLen(3), "members by node: %v", byNode)
+		now := memberIDsByName(c, 3)
+		for name, id := range ids {
+			Expect(now[name]).NotTo(Equal(id), "%s is a member of the restored cluster, not of the lost one", name)
+		}
+		Expect(clusterID(c)).NotTo(Equal(oldCluster), "the restored cluster has a cluster ID of its own")
+		expectKeys(c, "/e2e/in-backup", inBackup)
+		out, err := etcdctl(c, c.Name+"-0", "--endpoints="+localURL(c), "get", "/e2e/after-backup", "--print-value-only")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(strings.TrimSpace(out)).To(BeEmpty(), "a write after the backup's revision came back")
+		expectAgreement(c, 3)
+		w := fw.StartWriter(c, "/e2e/rebuilt-after")
+		w.WaitProgress(50, time.Minute)
+		w.StopAndVerify(c)
+	})
+
 	It("restores a new cluster from a backup claim with its members on three nodes", func() {
 		ns := fw.NewNamespace("claim-restore")
 		src := fw.NewCluster(ns, "source", etcdVersion, 3)
@@ -426,6 +528,26 @@ var _ = Describe("Node events on three nodes", Label("nodes"), Serial, func() {
 			WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Equal(b.Status.Location))
 	})
 })
+
+// claimNode is the node a bound claim's local volume is on (the PV's node affinity).
+func claimNode(ns, name string) string {
+	GinkgoHelper()
+	pvc := &corev1.PersistentVolumeClaim{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pvc)).To(Succeed())
+	Expect(pvc.Spec.VolumeName).NotTo(BeEmpty(), "claim %s is not bound", name)
+	pv := &corev1.PersistentVolume{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv)).To(Succeed())
+	if a := pv.Spec.NodeAffinity; a != nil && a.Required != nil {
+		for _, term := range a.Required.NodeSelectorTerms {
+			for _, e := range term.MatchExpressions {
+				if e.Key == corev1.LabelHostname && len(e.Values) == 1 {
+					return e.Values[0]
+				}
+			}
+		}
+	}
+	return ""
+}
 
 // memberPlacement returns the cluster's member pods by node and by zone.
 func memberPlacement(c *etcdv1beta1.EtcdCluster) (byNode, byZone map[string][]string) {
