@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/pki"
 )
 
@@ -146,5 +149,24 @@ func TestWithTrustBundle(t *testing.T) {
 	}
 	if c.Spec.Pod.Annotations[AnnotationTrustBundle] != "" {
 		t.Error("the spec's annotations are not written to")
+	}
+}
+
+func TestIssuedSecrets(t *testing.T) {
+	c := designCluster()
+	c.Spec.TLS.IssuerRef = &etcdv1beta1.IssuerReference{Name: "ca"}
+	a, b := testCA(t, "a"), testCA(t, "b")
+	for _, leaf := range LeafCertificates(c, DefaultOptions()) {
+		cert := Certificate(c, leaf)
+		if got, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName"); got != leaf.SecretName+"-issued" {
+			t.Errorf("%s: cert-manager writes %q, want the staging Secret", leaf.Name, got)
+		}
+		s := IssuedTLSSecret(c, leaf, []byte("cert"), []byte("key"), CASet{a.Cert, b.Cert})
+		if *s.Name != leaf.SecretName || s.Annotations[AnnotationCertificate] != CertificateName(leaf) {
+			t.Errorf("%s: mounted Secret %s with annotations %v", leaf.Name, *s.Name, s.Annotations)
+		}
+		if want := append(append([]byte{}, a.CertPEM...), b.CertPEM...); !bytes.Equal(s.Data[CAKey], want) {
+			t.Errorf("%s: ca.crt is not the bundle", leaf.Name)
+		}
 	}
 }
