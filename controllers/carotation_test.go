@@ -170,7 +170,7 @@ func (l *caChangeLog) check(c *etcdv1beta1.EtcdCluster) []string {
 		case both == 0 || leafNew == 0 || dropped == 0:
 			out = append(out, fmt.Sprintf("%s: bundle of both CAs at %d, new certificate at %d, new CA alone at %d: a step is missing",
 				leaf.SecretName, both, leafNew, dropped))
-		case !(both < l.stsBoth && l.stsBoth < leafNew):
+		case both >= l.stsBoth || l.stsBoth >= leafNew:
 			out = append(out, fmt.Sprintf("%s: bundle at %d, member template with it at %d, certificate of the new CA at %d: out of order",
 				leaf.SecretName, both, l.stsBoth, leafNew))
 		}

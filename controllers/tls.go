@@ -159,7 +159,7 @@ func (r *EtcdClusterReconciler) observeTLS(ctx context.Context, c *etcdv1beta1.E
 			if s := t.leaves[leaf.SecretName]; s != nil {
 				cas, err := resources.ParseCAs(s.Data[resources.CAKey])
 				if err != nil {
-					return t, fmt.Errorf("Secret %s (key %s): %w", s.Name, resources.CAKey, err)
+					return t, fmt.Errorf("the trust bundle of Secret %s (key %s): %w", s.Name, resources.CAKey, err)
 				}
 				t.bundle = t.bundle.Union(cas)
 			}

@@ -39,10 +39,10 @@ func issuedCAs(t tlsObservation, leaves []resources.LeafCertificate) (resources.
 		s := t.issued[leaf.SecretName]
 		cas, err := resources.ParseCAs(s.Data[resources.CAKey])
 		if err != nil {
-			return nil, fmt.Errorf("Secret %s written by cert-manager (key %s): %w", s.Name, resources.CAKey, err)
+			return nil, fmt.Errorf("the CA of staging Secret %s written by cert-manager (key %s): %w", s.Name, resources.CAKey, err)
 		}
 		if len(cas) == 0 {
-			return nil, fmt.Errorf("Secret %s written by cert-manager holds no CA in %s: the members need the issuer's CA "+
+			return nil, fmt.Errorf("the staging Secret %s written by cert-manager holds no CA in %s: the members need the issuer's CA "+
 				"to verify each other; use an issuer that provides it (a CA or Vault issuer)", s.Name, resources.CAKey)
 		}
 		out = out.Union(cas)
