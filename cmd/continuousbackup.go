@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -70,7 +72,11 @@ func runContinuousBackupMode(args []string) int {
 		return fail(errors.New("--segment-interval and --full-snapshot-interval must be positive, --retain-for and --max-bytes not negative"))
 	}
 	if caFile != "" || certFile != "" || keyFile != "" {
-		tlsConfig, err := reloadingClientTLS(caFile, certFile, keyFile)
+		endpoint, err := url.Parse(cfg.Endpoint)
+		if err != nil {
+			return fail(fmt.Errorf("--endpoint: %w", err))
+		}
+		tlsConfig, err := reloadingClientTLS(caFile, certFile, keyFile, endpoint.Hostname())
 		if err != nil {
 			return fail(fmt.Errorf("--cacert, --cert and --key: %w", err))
 		}
@@ -115,16 +121,18 @@ func useTempDir(dir string) error {
 	return os.Setenv("TMPDIR", dir)
 }
 
-// reloadingClientTLS is etcd.ClientTLSConfigFromFiles whose client certificate is read again on every new
-// connection: the operator renews the certificate in its Secret, and the kubelet updates the mounted files
-// under a long-running agent.
-func reloadingClientTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
+// reloadingClientTLS is etcd.ClientTLSConfigFromFiles whose client certificate and trusted CAs are read again
+// on every new connection: the operator renews the certificate in its Secret, a CA change of a cluster whose
+// certificates come from cert-manager changes the CAs in ca.crt (the trust bundle), and the kubelet updates
+// the mounted files under a long-running agent. The server's certificate must name serverName (the endpoint's
+// host, a name or an IP address, as the standard verification would require).
+func reloadingClientTLS(caFile, certFile, keyFile, serverName string) (*tls.Config, error) {
 	cfg, err := etcd.ClientTLSConfigFromFiles(caFile, certFile, keyFile)
 	if err != nil {
 		return nil, err
 	}
 	var mu sync.Mutex
-	current := cfg.Certificates[0]
+	current, roots := cfg.Certificates[0], cfg.RootCAs
 	cfg.Certificates = nil
 	cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 		mu.Lock()
@@ -135,6 +143,28 @@ func reloadingClientTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
 		}
 		c := current
 		return &c, nil
+	}
+	// The server's certificate is verified by VerifyConnection, against the CAs of caFile as it is now (the
+	// last that parsed): the standard verification would keep the CAs read at start.
+	cfg.InsecureSkipVerify = true //nolint:gosec // verified in VerifyConnection
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+		mu.Lock()
+		if pem, err := os.ReadFile(caFile); err == nil {
+			if pool := x509.NewCertPool(); pool.AppendCertsFromPEM(pem) {
+				roots = pool
+			}
+		}
+		pool := roots
+		mu.Unlock()
+		if len(cs.PeerCertificates) == 0 {
+			return errors.New("the server presented no certificate")
+		}
+		opts := x509.VerifyOptions{Roots: pool, DNSName: serverName, Intermediates: x509.NewCertPool()}
+		for _, c := range cs.PeerCertificates[1:] {
+			opts.Intermediates.AddCert(c)
+		}
+		_, err := cs.PeerCertificates[0].Verify(opts)
+		return err
 	}
 	return cfg, nil
 }

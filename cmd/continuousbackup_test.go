@@ -405,7 +405,7 @@ func TestContinuousBackupReloadsClientCertificate(t *testing.T) {
 		return c.Certificate[0]
 	}
 	first := issue()
-	cfg, err := reloadingClientTLS(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+	cfg, err := reloadingClientTLS(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), "localhost")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,6 +422,163 @@ func TestContinuousBackupReloadsClientCertificate(t *testing.T) {
 	}
 	if got := presented(cfg.GetClientCertificate); !bytes.Equal(got, der(renewed)) {
 		t.Fatal("an unreadable pair replaced the last good certificate")
+	}
+}
+
+// TestReloadingClientTLSTrustsTheCAsMountedNow: the agent verifies each new connection against ca.crt as it is
+// then, so a CA change of a cluster whose certificates come from cert-manager (ca.crt: old CA, then both, then
+// the new one alone) reaches a long-running agent.
+func TestReloadingClientTLSTrustsTheCAsMountedNow(t *testing.T) {
+	dir, now := t.TempDir(), time.Now()
+	newTestCA := func(name string) *pki.CA {
+		ca, _, err := pki.NewCA(name, time.Hour, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ca
+	}
+	oldCA, newCA := newTestCA("old"), newTestCA("new")
+	write := func(name string, data []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	certPEM, keyPEM, err := oldCA.Issue(pki.Request{CommonName: "root", Usage: pki.ClientOnly, Validity: time.Hour}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("tls.crt", certPEM)
+	write("tls.key", keyPEM)
+	write("ca.crt", oldCA.CertPEM)
+	cfg, err := reloadingClientTLS(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), "etcd.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := func(ca *pki.CA) tls.ConnectionState {
+		certPEM, _, err := ca.Issue(pki.Request{CommonName: "server", DNSNames: []string{"etcd.example"}, Usage: pki.ServerAndClient,
+			Validity: time.Hour}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tls.ConnectionState{ServerName: "etcd.example", PeerCertificates: []*x509.Certificate{
+			checkErr[*x509.Certificate](t)(pki.ParseCertificate(certPEM))}}
+	}
+	for _, step := range []struct {
+		caFile          []byte
+		wantOld, wantNw bool
+	}{
+		{oldCA.CertPEM, true, false},
+		{append(append([]byte{}, oldCA.CertPEM...), newCA.CertPEM...), true, true},
+		{[]byte("half-written"), true, true}, // the last bundle that parsed
+		{newCA.CertPEM, false, true},
+	} {
+		write("ca.crt", step.caFile)
+		for _, tc := range []struct {
+			ca   *pki.CA
+			want bool
+		}{{oldCA, step.wantOld}, {newCA, step.wantNw}} {
+			if err := cfg.VerifyConnection(server(tc.ca)); (err == nil) != tc.want {
+				t.Errorf("ca.crt %.20q: a server certificate of CA %s verifies: %v, want %t", step.caFile, tc.ca.Cert.Subject.CommonName, err, tc.want)
+			}
+		}
+	}
+	other, err := reloadingClientTLS(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), "other.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.VerifyConnection(server(newCA)) == nil {
+		t.Error("a certificate for another name verifies")
+	}
+	if cfg.VerifyConnection(tls.ConnectionState{ServerName: "etcd.example"}) == nil {
+		t.Error("a server without a certificate verifies")
+	}
+}
+
+// TestReloadingClientTLSFollowsACAChangeOnRealEtcd: through etcd's client (gRPC) to a real member over TLS, a
+// new connection trusts the CAs of ca.crt as it is then: the member's certificate from a new CA verifies once
+// ca.crt holds that CA, and no longer once it does not.
+func TestReloadingClientTLSFollowsACAChangeOnRealEtcd(t *testing.T) {
+	dir, now := t.TempDir(), time.Now()
+	newTestCA := func(name string) *pki.CA {
+		ca, _, err := pki.NewCA(name, time.Hour, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ca
+	}
+	oldCA, newCA := newTestCA("old"), newTestCA("new")
+	both := append(append([]byte{}, oldCA.CertPEM...), newCA.CertPEM...)
+	write := func(name string, data []byte) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	issue := func(ca *pki.CA, req pki.Request) ([]byte, []byte) {
+		cert, key, err := ca.Issue(req, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cert, key
+	}
+	member := pki.Request{CommonName: "member", IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, Usage: pki.ServerAndClient, Validity: time.Hour}
+	cert, key := issue(oldCA, member)
+	// The member trusts both CAs, as members do once they restarted with the trust bundle.
+	files := &etcdtest.TLSFiles{CA: write("member-ca.crt", both), ServerCert: write("member.crt", cert), ServerKey: write("member.key", key),
+		PeerCert: filepath.Join(dir, "member.crt"), PeerKey: filepath.Join(dir, "member.key")}
+	c := etcdtest.NewForTest(t, "agent-tls")
+	c.TLS = files
+	c.StartNew(t, 1)
+
+	clientCert, clientKey := issue(oldCA, pki.Request{CommonName: "root", Usage: pki.ClientOnly, Validity: time.Hour})
+	write("tls.crt", clientCert)
+	write("tls.key", clientKey)
+	write("ca.crt", oldCA.CertPEM)
+	cfg, err := reloadingClientTLS(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Client(t, cfg, 0) // waits for a read over the agent's configuration
+	read := func() error {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{c.ClientURL(0)}, DialTimeout: 3 * time.Second, TLS: cfg, Logger: zap.NewNop()})
+		if err != nil {
+			return err
+		}
+		defer func() { _ = cli.Close() }()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_, err = cli.Get(ctx, "health")
+		return err
+	}
+
+	cert, key = issue(newCA, member)
+	write("member.crt", cert) // etcd reads its certificate on every handshake
+	write("member.key", key)
+	if err := read(); err == nil {
+		t.Fatal("a member certificate of a CA ca.crt lacks verifies")
+	}
+	write("ca.crt", both)
+	if err := read(); err != nil {
+		t.Fatalf("ca.crt holds the member certificate's CA: %v", err)
+	}
+	write("ca.crt", newCA.CertPEM)
+	if err := read(); err != nil {
+		t.Fatalf("ca.crt holds the new CA alone: %v", err)
+	}
+	other, err := reloadingClientTLS(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), "127.0.0.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{c.ClientURL(0)}, DialTimeout: 3 * time.Second, TLS: other, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cli.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if _, err := cli.Get(ctx, "health"); err == nil {
+		t.Error("a member certificate for another address verifies")
 	}
 }
 

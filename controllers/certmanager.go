@@ -61,9 +61,10 @@ func (r *EtcdClusterReconciler) observeIssuedCertificates(ctx context.Context, c
 }
 
 // reconcileIssuedTLS is reconcileTLS for a cluster with spec.tls.issuerRef: it checks the issuer, keeps one
-// cert-manager Certificate per server, peer and client certificate, and waits until cert-manager has
-// written every Secret. Renewal is cert-manager's; members pick up a renewed certificate from their Secret
-// volume as they do the operator's own. A Certificate already as desired is not written.
+// cert-manager Certificate per server, peer and client certificate, waits until cert-manager has written
+// every staging Secret, and then writes the Secrets the members mount from them (reconcileIssuedSecrets).
+// Renewal is cert-manager's; members pick up a renewed certificate from their Secret volume as they do the
+// operator's own. A Certificate already as desired is not written.
 func (r *EtcdClusterReconciler) reconcileIssuedTLS(ctx context.Context, s *reconcileScope) error {
 	c, t := s.cluster, s.obs.tls
 	if t.certificates == nil {
@@ -73,7 +74,7 @@ func (r *EtcdClusterReconciler) reconcileIssuedTLS(ctx context.Context, s *recon
 			resources.CertificateGVK.GroupVersion().WithResource("certificates").GroupResource())}, certManagerRetry}
 	}
 	leaves := resources.LeafCertificates(c, t.options)
-	if !t.issued(leaves) {
+	if !t.issuedAll(leaves) {
 		// Only while a certificate is missing: a Ready set of certificates needs no issuer this minute.
 		if msg, reason, err := r.issuerProblem(ctx, c); err != nil {
 			return err
@@ -99,7 +100,7 @@ func (r *EtcdClusterReconciler) reconcileIssuedTLS(ctx context.Context, s *recon
 	}
 	var waiting []string
 	for _, leaf := range leaves {
-		if t.leaves[leaf.SecretName] == nil {
+		if t.issued[leaf.SecretName] == nil {
 			waiting = append(waiting, fmt.Sprintf("Certificate %s (%s)", resources.CertificateName(leaf),
 				certificateState(t.certificates[resources.CertificateName(leaf)])))
 		}
@@ -108,13 +109,13 @@ func (r *EtcdClusterReconciler) reconcileIssuedTLS(ctx context.Context, s *recon
 		return waitError{certificatesPending{ReasonCertificatesPending,
 			"waiting for cert-manager to issue " + strings.Join(waiting, ", ")}, issuancePendingRetry}
 	}
-	return nil
+	return r.reconcileIssuedSecrets(ctx, s)
 }
 
-// issued reports whether every certificate's Secret exists and its Certificate is Ready.
-func (t tlsObservation) issued(leaves []resources.LeafCertificate) bool {
+// issuedAll reports whether every certificate's staging Secret exists and its Certificate is Ready.
+func (t tlsObservation) issuedAll(leaves []resources.LeafCertificate) bool {
 	for _, leaf := range leaves {
-		if t.leaves[leaf.SecretName] == nil {
+		if t.issued[leaf.SecretName] == nil {
 			return false
 		}
 		if status, _ := readyCondition(t.certificates[resources.CertificateName(leaf)]); status != "True" {
@@ -233,9 +234,10 @@ func issuerRefSpecProblem(c *etcdv1beta1.EtcdCluster) string {
 //
 // Where the certificates come from is read from the Secrets, not recorded anew: the operator's CA Secret
 // exists (with the operator's label, in the cache) only for a cluster whose certificates that CA signs, and
-// cert-manager annotates every certificate Secret it writes with its Certificate (cert-manager.io/
-// certificate-name) while the operator's own carry no such annotation. Both survive an operator restart and
-// an upgrade, and hold for clusters created before status could have recorded anything.
+// the Secrets the members mount name the Certificate they come from (issuedCertificate: the operator's
+// annotation on those it writes from cert-manager's staging Secrets, cert-manager's own on those its
+// Certificates wrote before), while those of the operator's CA carry no such annotation. Both survive an
+// operator restart and an upgrade, and hold for clusters created before status could have recorded anything.
 func (r *EtcdClusterReconciler) issuerRefSwitch(ctx context.Context, c *etcdv1beta1.EtcdCluster, t tlsObservation) (string, error) {
 	leaves := resources.LeafCertificates(c, t.options)
 	if c.Spec.TLS.IssuerRef != nil {
@@ -248,7 +250,7 @@ func (r *EtcdClusterReconciler) issuerRefSwitch(ctx context.Context, c *etcdv1be
 			return "", err
 		}
 		for _, leaf := range leaves {
-			if s := t.leaves[leaf.SecretName]; by == "" && s != nil && s.Annotations[certManagerCertificateAnnotation] == "" {
+			if s := t.leaves[leaf.SecretName]; by == "" && s != nil && issuedCertificate(s) == "" {
 				by = "the operator's CA (Secret " + s.Name + " was not written by cert-manager)"
 			}
 		}
@@ -262,17 +264,33 @@ func (r *EtcdClusterReconciler) issuerRefSwitch(ctx context.Context, c *etcdv1be
 	}
 	for _, leaf := range leaves {
 		s := t.leaves[leaf.SecretName]
-		if s == nil || s.Annotations[certManagerCertificateAnnotation] == "" {
+		if s == nil || issuedCertificate(s) == "" {
 			continue
+		}
+		// The issuer is named by cert-manager's annotations: on the staging Secret it writes, or, for a cluster
+		// whose Certificates wrote the mounted Secrets before the staging Secrets existed, on the mounted one.
+		by := s
+		if staged := t.issued[leaf.SecretName]; staged != nil && staged.Annotations[certManagerIssuerNameAnnotation] != "" {
+			by = staged
 		}
 		return fmt.Sprintf("spec.tls.issuerRef was removed from a cluster whose certificates cert-manager issues (Secret %s, "+
 			"from Certificate %s): the members trust the issuer's CA alone, and certificates from the operator's CA would "+
 			"cut them off from each other, so nothing was changed. Set spec.tls.issuerRef back (name: %s, kind: %s, group: %s), "+
 			"or restore a backup into a new cluster without it (spec.bootstrap.fromBackup)",
-			s.Name, s.Annotations[certManagerCertificateAnnotation], s.Annotations[certManagerIssuerNameAnnotation],
-			s.Annotations[certManagerIssuerKindAnnotation], s.Annotations[certManagerIssuerGroupAnnotation]), nil
+			s.Name, issuedCertificate(s), by.Annotations[certManagerIssuerNameAnnotation],
+			by.Annotations[certManagerIssuerKindAnnotation], by.Annotations[certManagerIssuerGroupAnnotation]), nil
 	}
 	return "", nil
+}
+
+// issuedCertificate is the cert-manager Certificate a mounted certificate Secret comes from: the operator's
+// annotation on a Secret it writes from a staging Secret, or cert-manager's own on a Secret a Certificate wrote
+// before staging Secrets existed; "" for a Secret of the operator's CA.
+func issuedCertificate(s *corev1.Secret) string {
+	if name := s.Annotations[resources.AnnotationCertificate]; name != "" {
+		return name
+	}
+	return s.Annotations[certManagerCertificateAnnotation]
 }
 
 // issuerDescription is spec.tls.issuerRef as a message shows it.

@@ -187,6 +187,10 @@ var _ = Describe("TLS from cert-manager", func() {
 			caKeyPEM []byte
 			mgrWrite = &writeCounter{}
 			mgrRuns  atomic.Int64
+			// startOperator starts the operator of certManagerNS and returns what stops it; stopOperator stops
+			// the running one.
+			startOperator func() func()
+			stopOperator  func()
 		)
 
 		BeforeAll(func() {
@@ -218,30 +222,35 @@ var _ = Describe("TLS from cert-manager", func() {
 				}
 			})
 
-			// The operator, started now that cert-manager's kinds are served, watching only certManagerNS.
-			cfg := rest.AddUserAgent(rest.CopyConfig(testEnv.Config), "operator "+certManagerNS)
-			cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return mgrWrite.wrap(rt) })
-			mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-				Scheme:     k8sClient.Scheme(),
-				Metrics:    metricsserver.Options{BindAddress: "0"},
-				Cache:      CacheOptions(certManagerNS),
-				Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-			})
-			Expect(err).NotTo(HaveOccurred())
-			r := &EtcdClusterReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), APIReader: mgr.GetAPIReader(),
-				Recorder: mgr.GetEventRecorder("etcd-operator"), Options: resources.DefaultOptions()}
-			b, err := r.controllerBuilder(mgr)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(r.certificates).NotTo(BeNil(), "the operator watches Certificates where the kind is served")
-			Expect(b.Complete(countingIssuedReconciler{r, &mgrRuns})).To(Succeed())
-			mctx, stop := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() {
-				defer GinkgoRecover()
-				defer close(done)
-				Expect(mgr.Start(mctx)).To(Succeed())
-			}()
-			DeferCleanup(func() { stop(); <-done })
+			// The operator, started now that cert-manager's kinds are served, watching only certManagerNS; a spec
+			// restarts it (stopOperator, then startOperator).
+			startOperator = func() func() {
+				cfg := rest.AddUserAgent(rest.CopyConfig(testEnv.Config), "operator "+certManagerNS)
+				cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return mgrWrite.wrap(rt) })
+				mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+					Scheme:     k8sClient.Scheme(),
+					Metrics:    metricsserver.Options{BindAddress: "0"},
+					Cache:      CacheOptions(certManagerNS),
+					Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+				})
+				Expect(err).NotTo(HaveOccurred())
+				r := &EtcdClusterReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), APIReader: mgr.GetAPIReader(),
+					Recorder: mgr.GetEventRecorder("etcd-operator"), Options: resources.DefaultOptions()}
+				b, err := r.controllerBuilder(mgr)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(r.certificates).NotTo(BeNil(), "the operator watches Certificates where the kind is served")
+				Expect(b.Complete(countingIssuedReconciler{r, &mgrRuns})).To(Succeed())
+				mctx, stop := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				go func() {
+					defer GinkgoRecover()
+					defer close(done)
+					Expect(mgr.Start(mctx)).To(Succeed())
+				}()
+				return func() { stop(); <-done }
+			}
+			stopOperator = startOperator()
+			DeferCleanup(func() { stopOperator() })
 
 			// A CA issuer from a CA Secret.
 			ca, caKeyPEM, err = pki.NewCA("cert-manager test CA", 24*time.Hour, time.Now())
@@ -338,6 +347,10 @@ var _ = Describe("TLS from cert-manager", func() {
 					return status
 				}, timeout, interval).Should(Equal("True"), "Certificate %s becomes Ready", cert.GetName())
 				Expect(cert.GetOwnerReferences()).To(ContainElement(HaveField("UID", c.UID)))
+			}
+			for _, leaf := range issuedLeaves(c) {
+				Eventually(func() error { return k8sClient.Get(ctx, key(c.Namespace, leaf.SecretName), &corev1.Secret{}) }, timeout, interval).
+					Should(Succeed(), "the operator writes %s from cert-manager's staging Secret", leaf.SecretName)
 			}
 
 			roots := x509.NewCertPool()
@@ -477,6 +490,264 @@ var _ = Describe("TLS from cert-manager", func() {
 					g.Expect(w).NotTo(ContainSubstring("/certificates/"), "the operator leaves renewal to cert-manager")
 				}
 			}, 2*time.Second, interval).Should(Succeed())
+		})
+
+		It("mounts what cert-manager writes into staging Secrets, and takes a renewal from the same CA at once, without a roll", func() {
+			c := issuedCluster(certManagerNS, "ca", "Issuer")
+			Expect(k8sClient.Create(ctx, c)).To(Succeed())
+			sts := &appsv1.StatefulSet{}
+			Eventually(func() error { return k8sClient.Get(ctx, key(c.Namespace, resources.StatefulSetName(c)), sts) }, timeout, interval).Should(Succeed())
+			Expect(sts.Spec.Template.Annotations).NotTo(HaveKey(resources.AnnotationTrustBundle), "one CA: the template is as before bundles")
+			mountsIssued := func(g Gomega, leaf resources.LeafCertificate) *corev1.Secret {
+				staged, mounted := &corev1.Secret{}, &corev1.Secret{}
+				g.Expect(k8sClient.Get(ctx, key(c.Namespace, resources.IssuedSecretName(leaf)), staged)).To(Succeed())
+				g.Expect(k8sClient.Get(ctx, key(c.Namespace, leaf.SecretName), mounted)).To(Succeed())
+				g.Expect(staged.Annotations).To(HaveKeyWithValue("cert-manager.io/certificate-name", resources.CertificateName(leaf)))
+				g.Expect(mounted.Data[corev1.TLSCertKey]).To(Equal(staged.Data[corev1.TLSCertKey]), leaf.SecretName)
+				g.Expect(mounted.Data[corev1.TLSPrivateKeyKey]).To(Equal(staged.Data[corev1.TLSPrivateKeyKey]), leaf.SecretName)
+				g.Expect(mounted.Data[resources.CAKey]).To(Equal(ca.CertPEM), "the trust bundle of one CA is that CA")
+				g.Expect(mounted.Annotations).To(HaveKeyWithValue(resources.AnnotationCertificate, resources.CertificateName(leaf)))
+				g.Expect(metav1.IsControlledBy(mounted, c)).To(BeTrue(), "%s is the operator's", leaf.SecretName)
+				return mounted
+			}
+			peer := issuedLeaves(c)[1]
+			var first []byte
+			Eventually(func(g Gomega) {
+				for _, leaf := range issuedLeaves(c) {
+					mountsIssued(g, leaf)
+				}
+				first = mountsIssued(g, peer).Data[corev1.TLSCertKey]
+			}, timeout, interval).Should(Succeed())
+
+			renewNow(ctx, c.Namespace, resources.CertificateName(peer))
+			Eventually(func(g Gomega) []byte { return mountsIssued(g, peer).Data[corev1.TLSCertKey] }, timeout, interval).
+				ShouldNot(Equal(first), "the renewed peer certificate is mounted")
+			Consistently(func(g Gomega) {
+				now := &appsv1.StatefulSet{}
+				g.Expect(k8sClient.Get(ctx, key(c.Namespace, resources.StatefulSetName(c)), now)).To(Succeed())
+				g.Expect(now.Generation).To(Equal(sts.Generation), "no member restarts for a renewal from the same CA")
+				mountsIssued(g, peer)
+			}, 2*time.Second, interval).Should(Succeed())
+		})
+
+		It("carries a change of the issuer's CA through a trust bundle: both CAs, a roll, the new certificates, then the new CA alone", func() {
+			name := "rotated-ca"
+			old, _ := caIssuer(ctx, name)
+			c := issuedCluster(certManagerNS, name, "Issuer")
+			Expect(k8sClient.Create(ctx, c)).To(Succeed())
+			Eventually(func(g Gomega) {
+				g.Expect(k8sClient.Get(ctx, key(c.Namespace, resources.StatefulSetName(c)), &appsv1.StatefulSet{})).To(Succeed())
+				for _, leaf := range issuedLeaves(c) {
+					s := &corev1.Secret{}
+					g.Expect(k8sClient.Get(ctx, key(c.Namespace, leaf.SecretName), s)).To(Succeed())
+					g.Expect(s.Data[resources.CAKey]).To(Equal(old.CertPEM))
+				}
+			}, timeout, interval).Should(Succeed())
+
+			next, nextKey, err := pki.NewCA(name+" next CA", 24*time.Hour, time.Now())
+			Expect(err).NotTo(HaveOccurred())
+			log := &caChangeLog{old: old, new: next, both: resources.TrustBundleDigest(resources.CASet{old.Cert, next.Cert}),
+				bundleBoth: map[string]uint64{}, leafNew: map[string]uint64{}, bundleNew: map[string]uint64{}}
+			wctx, stop := context.WithCancel(ctx)
+			DeferCleanup(stop)
+			log.follow(wctx, c)
+
+			By("replacing the issuer's CA, then renewing every certificate as `cmctl renew` does")
+			caSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: certManagerNS}}
+			Expect(retryUpdate(ctx, caSecret, func(o client.Object) {
+				o.(*corev1.Secret).Data = map[string][]byte{corev1.TLSCertKey: next.CertPEM, corev1.TLSPrivateKeyKey: nextKey}
+			})).To(Succeed())
+			for _, leaf := range issuedLeaves(c) {
+				renewNow(ctx, c.Namespace, resources.CertificateName(leaf))
+			}
+
+			By("the members end up trusting the new CA alone, with its certificates")
+			Eventually(func(g Gomega) {
+				for _, leaf := range issuedLeaves(c) {
+					s := &corev1.Secret{}
+					g.Expect(k8sClient.Get(ctx, key(c.Namespace, leaf.SecretName), s)).To(Succeed())
+					g.Expect(s.Data[resources.CAKey]).To(Equal(next.CertPEM), "%s trusts the new CA alone", leaf.SecretName)
+					cert, err := pki.ParseCertificate(s.Data[corev1.TLSCertKey])
+					g.Expect(err).NotTo(HaveOccurred())
+					g.Expect(cert.CheckSignatureFrom(next.Cert)).To(Succeed(), "%s holds a certificate of the new CA", leaf.SecretName)
+				}
+				sts := &appsv1.StatefulSet{}
+				g.Expect(k8sClient.Get(ctx, key(c.Namespace, resources.StatefulSetName(c)), sts)).To(Succeed())
+				g.Expect(sts.Spec.Template.Annotations).NotTo(HaveKey(resources.AnnotationTrustBundle))
+				g.Expect(condition(ctx, c, etcdv1beta1.ConditionProgressing)(g)).NotTo(HaveField("Reason", ReasonCARotating))
+			}, timeout, interval).Should(Succeed())
+			Expect(log.check(c)).To(BeEmpty(), "every mounted Secret and member template version, in order")
+
+			By("events say where the change went")
+			Eventually(func(g Gomega) []string {
+				var notes []string
+				events, err := eventsWithReason(ctx, c, ReasonCARotating)
+				g.Expect(err).NotTo(HaveOccurred())
+				for _, e := range events {
+					notes = append(notes, e.Note)
+				}
+				return notes
+			}, timeout, interval).Should(ContainElements(
+				ContainSubstring("added to the trust bundle"),
+				ContainSubstring("every member trusts CA \""+next.Cert.Subject.String()+"\": its certificates are taken into the mounted Secrets"),
+				ContainSubstring("dropped from the trust bundle"),
+				ContainSubstring("Progressing=True: the issuer's CA changed")))
+		})
+
+		It("holds the new CA's certificates until every member pod runs with the bundle, and resumes after an operator restart", func() {
+			name := "resumed-ca"
+			old, _ := caIssuer(ctx, name)
+			c := issuedCluster(certManagerNS, name, "Issuer")
+			Expect(k8sClient.Create(ctx, c)).To(Succeed())
+			Eventually(func(g Gomega) {
+				g.Expect(k8sClient.Get(ctx, key(c.Namespace, resources.StatefulSetName(c)), &appsv1.StatefulSet{})).To(Succeed())
+				for _, leaf := range issuedLeaves(c) {
+					s := &corev1.Secret{}
+					g.Expect(k8sClient.Get(ctx, key(c.Namespace, leaf.SecretName), s)).To(Succeed())
+					g.Expect(s.Data[resources.CAKey]).To(Equal(old.CertPEM))
+				}
+			}, timeout, interval).Should(Succeed())
+			image := resources.Image(c, resources.DefaultOptions())
+			makeMemberPods(ctx, c, 3, image)
+
+			next, nextKey, err := pki.NewCA(name+" next CA", 24*time.Hour, time.Now())
+			Expect(err).NotTo(HaveOccurred())
+			both := resources.TrustBundleDigest(resources.CASet{old.Cert, next.Cert})
+			log := &caChangeLog{old: old, new: next, both: both,
+				bundleBoth: map[string]uint64{}, leafNew: map[string]uint64{}, bundleNew: map[string]uint64{}}
+			wctx, stopWatch := context.WithCancel(ctx)
+			DeferCleanup(stopWatch)
+			log.follow(wctx, c)
+			Expect(retryUpdate(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: certManagerNS}}, func(o client.Object) {
+				o.(*corev1.Secret).Data = map[string][]byte{corev1.TLSCertKey: next.CertPEM, corev1.TLSPrivateKeyKey: nextKey}
+			})).To(Succeed())
+			for _, leaf := range issuedLeaves(c) {
+				renewNow(ctx, c.Namespace, resources.CertificateName(leaf))
+			}
+
+			// mounted checks every mounted Secret holds the given bundle and a certificate of ca.
+			mounted := func(g Gomega, bundle []byte, ca *pki.CA) {
+				for _, leaf := range issuedLeaves(c) {
+					s := &corev1.Secret{}
+					g.Expect(k8sClient.Get(ctx, key(c.Namespace, leaf.SecretName), s)).To(Succeed())
+					g.Expect(s.Data[resources.CAKey]).To(Equal(bundle), leaf.SecretName)
+					cert, err := pki.ParseCertificate(s.Data[corev1.TLSCertKey])
+					g.Expect(err).NotTo(HaveOccurred())
+					g.Expect(cert.CheckSignatureFrom(ca.Cert)).To(Succeed(), "%s holds a certificate of %s", leaf.SecretName, ca.Cert.Subject)
+				}
+			}
+			template := func(g Gomega) string {
+				sts := &appsv1.StatefulSet{}
+				g.Expect(k8sClient.Get(ctx, key(c.Namespace, resources.StatefulSetName(c)), sts)).To(Succeed())
+				return sts.Spec.Template.Annotations[resources.AnnotationTrustBundle]
+			}
+			bothPEM := append(append([]byte{}, old.CertPEM...), next.CertPEM...)
+			By("both CAs in the bundle and the template; the members still run without it, so the old certificates stay")
+			Eventually(func(g Gomega) {
+				mounted(g, bothPEM, old)
+				g.Expect(template(g)).To(Equal(both))
+				g.Expect(condition(ctx, c, etcdv1beta1.ConditionProgressing)(g)).To(And(statusIs(metav1.ConditionTrue, ReasonCARotating),
+					HaveField("Message", ContainSubstring("to restart, one at a time, with the trust bundle"))))
+			}, timeout, interval).Should(Succeed())
+			Consistently(func(g Gomega) { mounted(g, bothPEM, old) }, 2*time.Second, interval).Should(Succeed())
+
+			By("an operator restart in the middle of the change")
+			stopOperator()
+			stopOperator = startOperator()
+			Consistently(func(g Gomega) {
+				mounted(g, bothPEM, old)
+				g.Expect(template(g)).To(Equal(both))
+			}, 2*time.Second, interval).Should(Succeed(), "the restarted operator holds the certificates as the last one did")
+
+			// restart plays the StatefulSet controller: member i's pod again, from the template with digest.
+			restart := func(i int, digest string) {
+				pod := &corev1.Pod{}
+				Expect(k8sClient.Get(ctx, key(c.Namespace, resources.MemberName(c, i)), pod)).To(Succeed())
+				Expect(k8sClient.Delete(ctx, pod, client.GracePeriodSeconds(0))).To(Succeed())
+				Eventually(func() bool { return apierrors.IsNotFound(get(ctx, pod)) }, timeout, interval).Should(BeTrue())
+				pod = &corev1.Pod{
+					ObjectMeta: metav1.ObjectMeta{Name: resources.MemberName(c, i), Namespace: c.Namespace,
+						Labels: resources.Labels(c, resources.ComponentEtcd)},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: image}}},
+				}
+				if digest != "" {
+					pod.Annotations = map[string]string{resources.AnnotationTrustBundle: digest}
+				}
+				Expect(k8sClient.Create(ctx, pod)).To(Succeed())
+			}
+			By("the members restart with the bundle; until the last has, the old certificates stay")
+			restart(0, both)
+			restart(1, both)
+			Consistently(func(g Gomega) { mounted(g, bothPEM, old) }, 2*time.Second, interval).Should(Succeed())
+			restart(2, both)
+
+			By("then the new certificates, then the new CA alone, and a last roll")
+			Eventually(func(g Gomega) {
+				mounted(g, next.CertPEM, next)
+				g.Expect(template(g)).To(BeEmpty())
+				g.Expect(condition(ctx, c, etcdv1beta1.ConditionProgressing)(g)).To(And(statusIs(metav1.ConditionTrue, ReasonCARotating),
+					HaveField("Message", ContainSubstring("the members restart one at a time to trust CA"))))
+			}, timeout, interval).Should(Succeed())
+			for i := range 3 {
+				restart(i, "")
+			}
+			Eventually(condition(ctx, c, etcdv1beta1.ConditionProgressing), timeout, interval).ShouldNot(HaveField("Reason", ReasonCARotating))
+			Expect(log.check(c)).To(BeEmpty(), "every mounted Secret and member template version, in order")
+		})
+
+		It("migrates a cluster whose Certificates wrote the mounted Secrets themselves, without a roll, and still knows who signs them", func() {
+			c := issuedCluster(certManagerNS, "ca", "Issuer")
+			By("the Certificates of an earlier operator, writing the Secrets the members mount")
+			before := map[string][]byte{}
+			for _, leaf := range issuedLeaves(c) {
+				cert := resources.Certificate(c, leaf)
+				Expect(unstructured.SetNestedField(cert.Object, leaf.SecretName, "spec", "secretName")).To(Succeed())
+				cert.SetOwnerReferences(nil)
+				Expect(k8sClient.Create(ctx, cert)).To(Succeed())
+			}
+			for _, leaf := range issuedLeaves(c) {
+				Eventually(func(g Gomega) {
+					s := &corev1.Secret{}
+					g.Expect(k8sClient.Get(ctx, key(c.Namespace, leaf.SecretName), s)).To(Succeed())
+					g.Expect(s.Annotations).To(HaveKeyWithValue("cert-manager.io/certificate-name", resources.CertificateName(leaf)))
+					before[leaf.SecretName] = s.Data[corev1.TLSCertKey]
+				}, timeout, interval).Should(Succeed())
+			}
+
+			Expect(k8sClient.Create(ctx, c)).To(Succeed())
+			Eventually(func(g Gomega) {
+				for _, leaf := range issuedLeaves(c) {
+					cert := certificateObject(c.Namespace, resources.CertificateName(leaf))
+					g.Expect(get(ctx, cert)).To(Succeed())
+					secretName, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
+					g.Expect(secretName).To(Equal(resources.IssuedSecretName(leaf)))
+					staged, mounted := &corev1.Secret{}, &corev1.Secret{}
+					g.Expect(k8sClient.Get(ctx, key(c.Namespace, resources.IssuedSecretName(leaf)), staged)).To(Succeed())
+					g.Expect(k8sClient.Get(ctx, key(c.Namespace, leaf.SecretName), mounted)).To(Succeed())
+					g.Expect(mounted.Data[corev1.TLSCertKey]).To(Equal(staged.Data[corev1.TLSCertKey]), "the operator took %s over", leaf.SecretName)
+					g.Expect(mounted.Data[corev1.TLSCertKey]).NotTo(Equal(before[leaf.SecretName]))
+					g.Expect(mounted.Data[resources.CAKey]).To(Equal(ca.CertPEM))
+					g.Expect(mounted.Annotations).To(HaveKeyWithValue(resources.AnnotationCertificate, resources.CertificateName(leaf)))
+					g.Expect(metav1.IsControlledBy(mounted, c)).To(BeTrue())
+				}
+				sts := &appsv1.StatefulSet{}
+				g.Expect(k8sClient.Get(ctx, key(c.Namespace, resources.StatefulSetName(c)), sts)).To(Succeed())
+				g.Expect(sts.Spec.Template.Annotations).NotTo(HaveKey(resources.AnnotationTrustBundle), "the same CA: no roll")
+				g.Expect(get(ctx, c)).To(Succeed())
+				g.Expect(c.Status.TLS).NotTo(BeNil())
+				g.Expect(c.Status.TLS.Certificates).To(HaveLen(3))
+			}, timeout, interval).Should(Succeed())
+
+			By("removing issuerRef is still refused, naming the issuer")
+			Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1beta1.EtcdCluster).Spec.TLS.IssuerRef = nil })).To(Succeed())
+			Eventually(condition(ctx, c, etcdv1beta1.ConditionDegraded), timeout, interval).Should(And(
+				statusIs(metav1.ConditionTrue, ReasonIssuerRefRefused),
+				HaveField("Message", ContainSubstring("Set spec.tls.issuerRef back (name: ca, kind: Issuer, group: cert-manager.io)"))))
+			Expect(retryUpdate(ctx, c, func(o client.Object) {
+				o.(*etcdv1beta1.EtcdCluster).Spec.TLS.IssuerRef = &etcdv1beta1.IssuerReference{Name: "ca", Kind: "Issuer"}
+			})).To(Succeed())
+			Eventually(condition(ctx, c, etcdv1beta1.ConditionDegraded), timeout, interval).
+				ShouldNot(HaveField("Reason", ReasonIssuerRefRefused))
 		})
 	})
 })

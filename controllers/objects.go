@@ -141,7 +141,9 @@ func (r *EtcdClusterReconciler) reconcileStatefulSet(ctx context.Context, s *rec
 		// cluster's data to the restore step.
 		gate = resources.CurrentMemberGate(obs.options)
 	}
-	desired := resources.StatefulSet(c, int32(s.decision.Replicas), obs.options, s.templateRestore(), gate)
+	// With spec.tls.issuerRef, the template carries the trust bundle the members are to load (trustbundle.go).
+	desired := resources.WithTrustBundle(resources.StatefulSet(c, int32(s.decision.Replicas), obs.options, s.templateRestore(), gate),
+		obs.tls.trustDigest)
 	if current != nil && !volumeClaimTemplatesMatch(existing, c) {
 		// Volume claim templates are immutable: grow the existing claims in place, then replace the
 		// StatefulSet without deleting its pods (orphan), so new members get the new size too.

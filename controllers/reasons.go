@@ -80,6 +80,9 @@ const (
 	// running cluster (issuerRef added to or removed from an existing cluster, with caSecretName, or with TLS
 	// off); nothing is applied until the spec is set back.
 	ReasonIssuerRefRefused = "IssuerRefRefused"
+	// ReasonCARotating: the issuer's CA changed, and the members are carried over to it (trustbundle.go): the
+	// condition's message says which step waits for what; an event marks each step.
+	ReasonCARotating = "CARotating"
 	// ReasonSecretNotManaged: a Secret the operator would create (the CA, the root password) already
 	// exists without the operator's managed-by label; it is left untouched and the phase stops.
 	ReasonSecretNotManaged = "SecretNotManaged"

@@ -295,6 +295,14 @@ func progressingCondition(f statusFacts, currentVersion string) conditionState {
 		return conditionState{metav1.ConditionTrue, f.pending.reason, f.pending.msg}
 	case f.err != nil:
 		return conditionState{metav1.ConditionTrue, ReasonReconcileFailed, f.err.Error()}
+	case obs.tls.caChange != "" && !slices.Contains([]membership.Phase{membership.PhaseStalled, membership.PhaseBlocked,
+		membership.PhaseRecovering, membership.PhaseHealing, membership.PhaseScaling}, d.Phase):
+		// The members' roll is the CA change's (trustbundle.go): say what the change waits for, with the planner's step.
+		msg := obs.tls.caChange
+		if d.Message != "" {
+			msg += " (" + d.Message + ")"
+		}
+		return conditionState{metav1.ConditionTrue, ReasonCARotating, msg}
 	// A cluster that never reported a version has none to upgrade from: its members cannot start at all.
 	case d.Phase == membership.PhaseStalled && currentVersion != "" && c.Spec.Version != currentVersion:
 		return conditionState{metav1.ConditionFalse, ReasonUpgradeStalled, d.Message}

@@ -46,6 +46,15 @@ type tlsObservation struct {
 	// certificates are the cluster's cert-manager Certificates by name, with spec.tls.issuerRef; nil where
 	// the API server does not serve the kind.
 	certificates map[string]*unstructured.Unstructured
+	// issued are the staging Secrets cert-manager writes (resources.IssuedSecretName), by the name of the
+	// Secret the members mount (absent: not issued yet).
+	issued map[string]*corev1.Secret
+	// bundle are the CAs of the mounted Secrets' ca.crt with spec.tls.issuerRef (trustbundle.go); trustDigest is
+	// the digest the member template carries for the bundle being written, and caChange, while the issuer's CA
+	// changes, what that change waits for.
+	bundle      resources.CASet
+	trustDigest string
+	caChange    string
 }
 
 // tlsRefusal stops a reconcile that would change a running cluster's scheme or the CA its members trust:
@@ -132,16 +141,30 @@ func (r *EtcdClusterReconciler) observeTLS(ctx context.Context, c *etcdv1beta1.E
 	} else if err := r.observeCA(ctx, c, &t); err != nil {
 		return t, err
 	}
-	t.leaves = map[string]*corev1.Secret{}
+	t.leaves, t.issued = map[string]*corev1.Secret{}, map[string]*corev1.Secret{}
 	for _, leaf := range resources.LeafCertificates(c, o) {
-		s := &corev1.Secret{}
-		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: leaf.SecretName}, s)
-		switch {
-		case err == nil:
-			t.leaves[leaf.SecretName] = s
-		case !apierrors.IsNotFound(err):
-			return t, err
+		for name, into := range map[string]map[string]*corev1.Secret{leaf.SecretName: t.leaves, resources.IssuedSecretName(leaf): t.issued} {
+			s := &corev1.Secret{}
+			err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, s)
+			switch {
+			case err == nil:
+				into[leaf.SecretName] = s
+			case !apierrors.IsNotFound(err):
+				return t, err
+			}
 		}
+	}
+	if c.Spec.TLS.IssuerRef != nil {
+		for _, leaf := range resources.LeafCertificates(c, o) {
+			if s := t.leaves[leaf.SecretName]; s != nil {
+				cas, err := resources.ParseCAs(s.Data[resources.CAKey])
+				if err != nil {
+					return t, fmt.Errorf("the trust bundle of Secret %s (key %s): %w", s.Name, resources.CAKey, err)
+				}
+				t.bundle = t.bundle.Union(cas)
+			}
+		}
+		t.trustDigest = resources.TrustBundleDigest(t.bundle)
 	}
 	if t.refusal, err = r.issuerRefSwitch(ctx, c, t); err != nil {
 		return t, err

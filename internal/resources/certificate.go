@@ -32,10 +32,11 @@ func IssuerGVK(ref *etcdv1beta1.IssuerReference) schema.GroupVersionKind {
 func CertificateName(leaf LeafCertificate) string { return leaf.SecretName }
 
 // Certificate asks cert-manager for one leaf certificate with what the operator's own CA would issue: the
-// same names, usages, lifetime and an ECDSA P-256 key, in the Secret the members and backups already mount
-// (cert-manager writes tls.crt, tls.key and the issuer's CA in ca.crt). The Secret carries the operator's
-// labels (secretTemplate) so that its cache, which holds only labelled Secrets, sees it. A new key on every
-// renewal, as the operator does.
+// same names, usages, lifetime and an ECDSA P-256 key, in a staging Secret (IssuedSecretName: cert-manager
+// writes tls.crt, tls.key and the issuer's CA in ca.crt) from which the operator writes the Secret the members
+// and backups mount, with the trust bundle (trustbundle.go). The staging Secret carries the operator's labels
+// (secretTemplate) so that its cache, which holds only labelled Secrets, sees it. A new key on every renewal,
+// as the operator does.
 func Certificate(c *etcdv1beta1.EtcdCluster, leaf LeafCertificate) *unstructured.Unstructured {
 	req := leaf.Request
 	usages := []any{"digital signature", "key encipherment", "client auth"}
@@ -43,7 +44,7 @@ func Certificate(c *etcdv1beta1.EtcdCluster, leaf LeafCertificate) *unstructured
 		usages = append(usages, "server auth")
 	}
 	spec := map[string]any{
-		"secretName":     leaf.SecretName,
+		"secretName":     IssuedSecretName(leaf),
 		"secretTemplate": map[string]any{"labels": stringMap(Labels(c, ComponentTLS))},
 		"commonName":     req.CommonName,
 		"duration":       CertificateDuration(c).String(),

@@ -138,6 +138,13 @@ func continuousCluster() *etcdv1beta1.EtcdCluster {
 	return c
 }
 
+// issuedCluster takes its certificates from a cert-manager Issuer.
+func issuedCluster() *etcdv1beta1.EtcdCluster {
+	c := designCluster()
+	c.Spec.TLS.IssuerRef = &etcdv1beta1.IssuerReference{Name: "etcd-ca", Kind: "Issuer"}
+	return c
+}
+
 func TestGolden(t *testing.T) {
 	o := DefaultOptions()
 	// New StatefulSets carry the member gate; custom-statefulset.yaml stands for a cluster created before
@@ -173,6 +180,7 @@ func TestGolden(t *testing.T) {
 			S3: s3Cluster().Spec.Backup.S3, Key: "backups/prod/old/continuous/",
 			PointInTime: &etcdv1beta1.PointInTime{Revision: 4242, ClusterUID: "0b5e7c1e-old"}}, o),
 		"pvc-point-in-time-recovery-job.yaml": PointInTimeRecoveryJob(designCluster(), "restore-20261122T120500Z", 97, o),
+		"issued-peer-certificate.yaml":        Certificate(issuedCluster(), LeafCertificates(issuedCluster(), o)[1]),
 	}
 	for name, obj := range cases {
 		t.Run(name, func(t *testing.T) {
