@@ -295,23 +295,8 @@ var _ = Describe("Node events on three nodes", Label("nodes"), Serial, func() {
 		}
 
 		By(fmt.Sprintf("powering off %v (members %v, their volumes with them); %s keeps %s and the operator", lostNodes, lost, survivorNode, survivor))
-		off := map[string]bool{}
-		DeferCleanup(func() {
-			for node := range off {
-				framework.PowerOn(node)
-			}
-			for node := range off {
-				fw.WaitNodeReady(node, true, 2*time.Minute)
-			}
-		})
 		start := time.Now()
-		for _, node := range lostNodes {
-			framework.PowerOff(node)
-			off[node] = true
-		}
-		for _, node := range lostNodes {
-			fw.WaitNodeReady(node, false, 2*time.Minute)
-		}
+		powerOn := powerOffNodes(lostNodes)
 		framework.ReportDuration("both nodes NotReady", time.Since(start))
 		progressing := func(g Gomega) string {
 			cur := fw.GetCluster(c)
@@ -338,14 +323,7 @@ var _ = Describe("Node events on three nodes", Label("nodes"), Serial, func() {
 		}).WithTimeout(45 * time.Second).WithPolling(2 * time.Second).Should(Succeed())
 
 		By("a human declaring the two nodes' volumes lost: their claims and pods deleted (the pods forcibly: their kubelets are off)")
-		for _, name := range lost {
-			pvc := &corev1.PersistentVolumeClaim{}
-			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-" + name}, pvc)).To(Succeed())
-			Expect(k8s.Delete(ctx, pvc)).To(Succeed())
-			p := &corev1.Pod{}
-			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p)).To(Succeed())
-			Expect(k8s.Delete(ctx, p, client.GracePeriodSeconds(0))).To(Succeed())
-		}
+		declareLost(ns, lost)
 		after := fw.StartWriter(c, "/e2e/majority-after")
 		By("the survivor restarting alone: etcd answers again with the survivor's member ID")
 		Eventually(func(g Gomega) {
@@ -370,13 +348,7 @@ var _ = Describe("Node events on three nodes", Label("nodes"), Serial, func() {
 		Consistently(notBeside).WithTimeout(10 * time.Second).WithPolling(time.Second).Should(Succeed())
 
 		By(fmt.Sprintf("powering %v on again: the members rejoin empty there, one per node", lostNodes))
-		for _, node := range lostNodes {
-			framework.PowerOn(node)
-			delete(off, node)
-		}
-		for _, node := range lostNodes {
-			fw.WaitNodeReady(node, true, 2*time.Minute)
-		}
+		powerOn()
 		fw.WaitAvailable(c, 5*time.Minute)
 		expectVotingMembers(c, memberNames(c, 3), 5*time.Minute)
 		framework.ReportDuration("3 voting members on 3 nodes again", time.Since(start))
@@ -421,34 +393,12 @@ var _ = Describe("Node events on three nodes", Label("nodes"), Serial, func() {
 		AddReportEntry("placement", fmt.Sprintf("survivor %s on %s; lost %v on %v; backup claim on %s", survivor, survivorNode, lost, lostNodes, backupNode))
 
 		By(fmt.Sprintf("powering off %v (members %v, their volumes with them)", lostNodes, lost))
-		off := map[string]bool{}
-		DeferCleanup(func() {
-			for node := range off {
-				framework.PowerOn(node)
-			}
-			for node := range off {
-				fw.WaitNodeReady(node, true, 2*time.Minute)
-			}
-		})
 		start := time.Now()
-		for _, node := range lostNodes {
-			framework.PowerOff(node)
-			off[node] = true
-		}
-		for _, node := range lostNodes {
-			fw.WaitNodeReady(node, false, 2*time.Minute)
-		}
+		powerOn := powerOffNodes(lostNodes)
 		framework.ReportDuration("both nodes NotReady", time.Since(start))
 
 		By("a human declaring the two nodes' volumes lost: their claims and pods deleted (the pods forcibly: their kubelets are off)")
-		for _, name := range lost {
-			pvc := &corev1.PersistentVolumeClaim{}
-			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-" + name}, pvc)).To(Succeed())
-			Expect(k8s.Delete(ctx, pvc)).To(Succeed())
-			p := &corev1.Pod{}
-			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p)).To(Succeed())
-			Expect(k8s.Delete(ctx, p, client.GracePeriodSeconds(0))).To(Succeed())
-		}
+		declareLost(ns, lost)
 
 		By("the operator deciding to restore from the backup once recovery.after has passed: it starts the snapshot server of the backup claim")
 		Eventually(func(g Gomega) {
@@ -465,13 +415,7 @@ var _ = Describe("Node events on three nodes", Label("nodes"), Serial, func() {
 		}
 
 		By(fmt.Sprintf("powering %v on again: the restored members take a node each", lostNodes))
-		for _, node := range lostNodes {
-			framework.PowerOn(node)
-			delete(off, node)
-		}
-		for _, node := range lostNodes {
-			fw.WaitNodeReady(node, true, 2*time.Minute)
-		}
+		powerOn()
 		fw.WaitAvailable(c, 5*time.Minute)
 		expectVotingMembers(c, memberNames(c, 3), 5*time.Minute)
 		framework.ReportDuration("restored from the backup: 3 voting members on 3 nodes", time.Since(start))
@@ -528,6 +472,45 @@ var _ = Describe("Node events on three nodes", Label("nodes"), Serial, func() {
 			WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Equal(b.Status.Location))
 	})
 })
+
+// powerOffNodes powers the nodes off and waits until they are NotReady; the function it returns powers them on
+// again and waits until they are Ready, and runs at the spec's end if the spec did not call it.
+func powerOffNodes(nodes []string) func() {
+	GinkgoHelper()
+	off := map[string]bool{}
+	on := func() {
+		for node := range off {
+			framework.PowerOn(node)
+		}
+		for node := range off {
+			fw.WaitNodeReady(node, true, 2*time.Minute)
+		}
+		clear(off)
+	}
+	DeferCleanup(on)
+	for _, node := range nodes {
+		framework.PowerOff(node)
+		off[node] = true
+	}
+	for _, node := range nodes {
+		fw.WaitNodeReady(node, false, 2*time.Minute)
+	}
+	return on
+}
+
+// declareLost does what a human does for members whose nodes are gone with their volumes: deletes their
+// claims, and their pods forcibly (their kubelets are off).
+func declareLost(ns string, members []string) {
+	GinkgoHelper()
+	for _, name := range members {
+		pvc := &corev1.PersistentVolumeClaim{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-" + name}, pvc)).To(Succeed())
+		Expect(k8s.Delete(ctx, pvc)).To(Succeed())
+		p := &corev1.Pod{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p)).To(Succeed())
+		Expect(k8s.Delete(ctx, p, client.GracePeriodSeconds(0))).To(Succeed())
+	}
+}
 
 // claimNode is the node a bound claim's local volume is on (the PV's node affinity).
 func claimNode(ns, name string) string {
