@@ -20,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
@@ -137,10 +136,7 @@ var _ = Describe("TLS from cert-manager", Label("tls", "certmanager"), Ordered, 
 	It("carries a renewal cert-manager makes to every member under a writer, without restarting a member", func() {
 		pods := fw.MemberPods(c)
 		Expect(pods).To(HaveLen(3))
-		uids := map[string]types.UID{}
-		for _, p := range pods {
-			uids[p.Name] = p.UID
-		}
+		uids := podUIDs(c)
 		w := fw.StartWriter(c, "/e2e/issued-renewal")
 		w.WaitProgress(50, time.Minute)
 
@@ -171,8 +167,8 @@ var _ = Describe("TLS from cert-manager", Label("tls", "certmanager"), Ordered, 
 		AddReportEntry("writer during the renewal", fmt.Sprintf("%d acknowledged, %d failed, longest gap %s", acked, failed, w.LongestGap()))
 		w.StopAndVerify(c)
 		Expect(failed).To(BeZero(), "writes failed during the renewal")
+		expectSamePods(Default, c, uids)
 		for _, p := range fw.MemberPods(c) {
-			Expect(p.UID).To(Equal(uids[p.Name]), "member %s was replaced", p.Name)
 			for _, st := range p.Status.ContainerStatuses {
 				Expect(st.RestartCount).To(BeZero(), "member %s restarted", p.Name)
 			}
