@@ -8,7 +8,10 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"math/big"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -250,23 +253,35 @@ var _ = Describe("TLS from cert-manager", Label("tls", "certmanager"), Ordered, 
 		framework.ReportDuration("every Secret from the new CA, the old one dropped, after", time.Since(start))
 		nextOnly := x509.NewCertPool()
 		nextOnly.AddCert(next.Cert)
-		for _, p := range fw.MemberPods(c) {
+		for _, name := range memberNames(c, 3) {
 			Eventually(func(g Gomega) {
+				// Read each time: the members restart (new pods, new IPs) during the change.
+				p := podNamed(ns, name)
+				g.Expect(p).NotTo(BeNil())
 				cfg := fw.ClusterTLS(c, fmt.Sprintf("%s.%s.%s.svc.cluster.local", p.Name, c.Name, ns))
 				cfg.RootCAs = nextOnly
 				conn, err := tls.DialWithDialer(&netDialer, "tcp", p.Status.PodIP+":2379", cfg)
 				g.Expect(err).NotTo(HaveOccurred(), "member %s does not serve a certificate of the new CA", p.Name)
 				_ = conn.Close()
-			}).WithTimeout(3*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "member %s", p.Name)
+			}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "member %s", name)
 		}
 		fw.WaitAvailable(c, 5*time.Minute)
 		framework.ReportDuration("Available, every member on the new CA, after", time.Since(start))
 		w.WaitProgress(50, time.Minute)
-		_, maxDown, err := obs.stop()
+		// Two rolls: one to trust both CAs, one to drop the old.
+		replaced, maxDown, err := obs.stopAfterRolls(2)
 		Expect(err).NotTo(HaveOccurred())
+		order := make([]string, 0, len(replaced))
+		for _, r := range replaced {
+			order = append(order, r.pod)
+		}
+		AddReportEntry("members restarted, in order", strings.Join(order, ", "))
 		stopSampling()
 		<-sampled
 
+		steps := slices.Sorted(maps.Values(clusterEvents(c, corev1.EventTypeNormal, "CARotating")))
+		AddReportEntry("the CA change's steps (events)", strings.Join(steps, "\n"))
+		Expect(steps).NotTo(BeEmpty(), "the CA change's steps are events")
 		acked, failed := w.Counts()
 		AddReportEntry("writer during the CA change", fmt.Sprintf("%d acknowledged, %d failed, longest gap %s", acked, failed, w.LongestGap()))
 		w.StopAndVerify(c)

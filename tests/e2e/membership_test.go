@@ -295,17 +295,24 @@ func startRolloutObserver(c *etcdv1beta1.EtcdCluster) *rolloutObserver {
 	return o
 }
 
-func (o *rolloutObserver) stop() ([]replacement, int, error) {
+func (o *rolloutObserver) stop() ([]replacement, int, error) { return o.stopAfterRolls(1) }
+
+// stopAfterRolls is stop for a change that rolls the members rolls times: a member replaced more often is an error.
+func (o *rolloutObserver) stopAfterRolls(rolls int) ([]replacement, int, error) {
 	o.cancel()
 	<-o.done
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	names := make([]string, 0, len(o.replaced))
+	times := map[string]int{}
 	for _, r := range o.replaced {
 		names = append(names, r.pod)
+		times[r.pod]++
 	}
-	if len(names) != len(slices.Compact(slices.Sorted(slices.Values(names)))) {
-		o.err = fmt.Errorf("a member was replaced more than once: %s", strings.Join(names, ", "))
+	for _, n := range times {
+		if n > rolls {
+			o.err = fmt.Errorf("a member was replaced more than %d time(s): %s", rolls, strings.Join(names, ", "))
+		}
 	}
 	return o.replaced, o.maxDown, o.err
 }
