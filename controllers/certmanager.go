@@ -2,16 +2,24 @@ package controllers
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"strings"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1beta1 "github.com/seedops/etcd-operator/api/v1beta1"
 	"github.com/seedops/etcd-operator/internal/resources"
@@ -22,15 +30,19 @@ import (
 
 const (
 	// certManagerRetry: no event says when cert-manager is installed (the operator then needs a restart
-	// to watch Certificates) or when an Issuer becomes Ready (Issuers are not watched).
+	// to watch Certificates and issuers), nor when an issuer the operator does not watch becomes Ready (an
+	// external issuer's, or a ClusterIssuer the operator may not watch cluster-wide).
 	certManagerRetry = 15 * time.Second
-	// issuancePendingRetry backs up the Certificate and Secret watches while cert-manager issues.
+	// issuancePendingRetry backs up the Certificate, Secret and issuer watches while cert-manager issues.
 	issuancePendingRetry = time.Minute
 )
 
 // certificatesPending stops the TLS phase of a cluster whose certificates come from cert-manager while
-// they cannot be had: the members keep running on the Secrets they have, nothing else is applied, and
-// status says why under reason.
+// they cannot be had: the members keep running on the Secrets they have, and status says why under reason.
+// It stops the whole reconcile only while a Secret the members mount is missing (a new cluster, or one whose
+// server, peer or client certificate is being added): members cannot start without it. A cluster whose
+// mounted Secrets all exist goes on with the rest of its reconcile (healing, scaling, backups), the problem
+// held in tlsObservation.held.
 type certificatesPending struct{ reason, msg string }
 
 func (e certificatesPending) Error() string { return e.msg }
@@ -65,21 +77,32 @@ func (r *EtcdClusterReconciler) observeIssuedCertificates(ctx context.Context, c
 // every staging Secret, and then writes the Secrets the members mount from them (reconcileIssuedSecrets).
 // Renewal is cert-manager's; members pick up a renewed certificate from their Secret volume as they do the
 // operator's own. A Certificate already as desired is not written.
+//
+// What keeps the certificates from being had (no cert-manager, an issuer absent or not Ready, a Certificate
+// not issued or not renewed) stops the reconcile only while a Secret the members mount is missing; otherwise
+// it is held (reported in status and by a Warning event) and the reconcile goes on (hold).
 func (r *EtcdClusterReconciler) reconcileIssuedTLS(ctx context.Context, s *reconcileScope) error {
-	c, t := s.cluster, s.obs.tls
+	c, t := s.cluster, &s.obs.tls
+	leaves := resources.LeafCertificates(c, t.options)
 	if t.certificates == nil {
-		return waitError{certificatesPending{ReasonCertManagerMissing, fmt.Sprintf(
+		return r.hold(s, certificatesPending{ReasonCertManagerMissing, fmt.Sprintf(
 			"spec.tls.issuerRef needs cert-manager, but the API server does not serve its Certificate kind (%s) to the operator: "+
 				"install cert-manager, then restart the operator so that it watches Certificates; nothing was changed",
-			resources.CertificateGVK.GroupVersion().WithResource("certificates").GroupResource())}, certManagerRetry}
+			resources.CertificateGVK.GroupVersion().WithResource("certificates").GroupResource())}, certManagerRetry)
 	}
-	leaves := resources.LeafCertificates(c, t.options)
-	if !t.issuedAll(leaves) {
-		// Only while a certificate is missing: a Ready set of certificates needs no issuer this minute.
-		if msg, reason, err := r.issuerProblem(ctx, c); err != nil {
+	// A watched issuer is read from the cache, at every reconcile: a running cluster's status says at once that
+	// its next renewal cannot happen. An issuer not watched is read from the API server, only while a certificate
+	// is missing (a Ready set of certificates needs no issuer this minute).
+	if watched := r.issuerWatched(c); watched || !t.issuedAll(leaves) {
+		msg, reason, err := r.issuerProblem(ctx, c)
+		if err != nil {
 			return err
 		} else if msg != "" {
-			return waitError{certificatesPending{reason, msg}, certManagerRetry}
+			after := certManagerRetry
+			if watched {
+				after = issuancePendingRetry // the issuer's event comes first
+			}
+			return r.hold(s, certificatesPending{reason, msg}, after)
 		}
 	}
 	for _, leaf := range leaves {
@@ -90,8 +113,8 @@ func (r *EtcdClusterReconciler) reconcileIssuedTLS(ctx context.Context, s *recon
 		err := r.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(FieldOwner), client.ForceOwnership)
 		switch {
 		case meta.IsNoMatchError(err):
-			return waitError{certificatesPending{ReasonCertManagerMissing,
-				"cert-manager's Certificate kind is no longer served: install cert-manager again; nothing was changed"}, certManagerRetry}
+			return r.hold(s, certificatesPending{ReasonCertManagerMissing,
+				"cert-manager's Certificate kind is no longer served: install cert-manager again; nothing was changed"}, certManagerRetry)
 		case err != nil:
 			return fmt.Errorf("apply cert-manager Certificate %s: %w", desired.GetName(), err)
 		}
@@ -106,10 +129,65 @@ func (r *EtcdClusterReconciler) reconcileIssuedTLS(ctx context.Context, s *recon
 		}
 	}
 	if len(waiting) > 0 {
-		return waitError{certificatesPending{ReasonCertificatesPending,
-			"waiting for cert-manager to issue " + strings.Join(waiting, ", ")}, issuancePendingRetry}
+		return r.hold(s, certificatesPending{ReasonCertificatesPending,
+			"waiting for cert-manager to issue " + strings.Join(waiting, ", ")}, issuancePendingRetry)
 	}
-	return r.reconcileIssuedSecrets(ctx, s)
+	if err := r.reconcileIssuedSecrets(ctx, s); err != nil {
+		return err
+	}
+	// A Certificate cert-manager marks not Ready while its staging Secret holds a certificate: its renewal (or
+	// reissue) fails, and the members run on the certificate they have until it expires.
+	var failing []string
+	for _, leaf := range leaves {
+		cert := t.certificates[resources.CertificateName(leaf)]
+		if status, _ := readyCondition(cert); cert != nil && status == "False" {
+			failing = append(failing, fmt.Sprintf("Certificate %s (%s)", cert.GetName(), certificateState(cert)))
+		}
+	}
+	if len(failing) > 0 && t.mountedAll(leaves) {
+		return r.hold(s, certificatesPending{ReasonCertificatesPending,
+			"cert-manager cannot issue " + strings.Join(failing, ", ")}, issuancePendingRetry)
+	}
+	return nil
+}
+
+// hold ends the TLS phase on p. While a Secret the members mount is missing, p stops the reconcile, retried
+// after after (waitError). Otherwise the members can run on what they have: p is held in status, with when the
+// first mounted certificate expires (the deadline for a human to mend the issuer), a Warning event says it when
+// it is new, and the reconcile goes on: a certificate that cannot be renewed must not hold up the healing of a
+// member, a scale or a backup.
+func (r *EtcdClusterReconciler) hold(s *reconcileScope, p certificatesPending, after time.Duration) error {
+	c, t := s.cluster, &s.obs.tls
+	leaves := resources.LeafCertificates(c, t.options)
+	if !t.mountedAll(leaves) {
+		return waitError{p, after}
+	}
+	var first *x509.Certificate
+	for _, leaf := range leaves {
+		if cert := secretCert(t.leaves[leaf.SecretName]); cert != nil && (first == nil || cert.NotAfter.Before(first.NotAfter)) {
+			first = cert
+		}
+	}
+	p.msg += "; the members keep running on their current certificates"
+	if first != nil {
+		p.msg += ", the first of which expires at " + first.NotAfter.UTC().Format(time.RFC3339)
+	}
+	p.msg += ", and the rest of the cluster is reconciled"
+	t.held, t.heldRetry = &p, after
+	if prev := meta.FindStatusCondition(c.Status.Conditions, etcdv1beta1.ConditionDegraded); prev == nil || prev.Reason != p.reason || prev.Message != p.msg {
+		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, p.reason, "Issue", "%s", p.msg)
+	}
+	return nil
+}
+
+// mountedAll reports whether every Secret the members mount exists.
+func (t tlsObservation) mountedAll(leaves []resources.LeafCertificate) bool {
+	for _, leaf := range leaves {
+		if t.leaves[leaf.SecretName] == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // issuedAll reports whether every certificate's staging Secret exists and its Certificate is Ready.
@@ -139,7 +217,11 @@ func (r *EtcdClusterReconciler) issuerProblem(ctx context.Context, c *etcdv1beta
 	if gvk.Kind == "Issuer" {
 		key.Namespace, what = c.Namespace, gvk.Kind+" "+c.Namespace+"/"+ref.Name
 	}
-	err := r.liveReader().Get(ctx, key, issuer)
+	reader := r.liveReader()
+	if r.issuerWatched(c) {
+		reader = r.issuers
+	}
+	err := reader.Get(ctx, key, issuer)
 	switch {
 	case meta.IsNoMatchError(err):
 		return fmt.Sprintf("spec.tls.issuerRef names %s, but the API server does not serve cert-manager's %s kind: install cert-manager; nothing was changed",
@@ -297,4 +379,106 @@ func issuedCertificate(s *corev1.Secret) string {
 func issuerDescription(c *etcdv1beta1.EtcdCluster) string {
 	gvk := resources.IssuerGVK(c.Spec.TLS.IssuerRef)
 	return gvk.Kind + " " + c.Spec.TLS.IssuerRef.Name + " of " + gvk.Group
+}
+
+// issuerRefField indexes the EtcdClusters by the cert-manager issuer of spec.tls.issuerRef ("Issuer/<name>" or
+// "ClusterIssuer/<name>"), so that an issuer's event finds the clusters it issues for.
+const issuerRefField = "spec.tls.issuerRef"
+
+// issuerRefKey is the index value of a cluster's cert-manager issuer; none for a cluster without one, or with
+// an issuer of another group (not watched).
+func issuerRefKey(o client.Object) []string {
+	c, ok := o.(*etcdv1beta1.EtcdCluster)
+	if !ok || c.Spec.TLS.IssuerRef == nil {
+		return nil
+	}
+	gvk := resources.IssuerGVK(c.Spec.TLS.IssuerRef)
+	if gvk.Group != resources.CertManagerGroup {
+		return nil
+	}
+	return []string{gvk.Kind + "/" + c.Spec.TLS.IssuerRef.Name}
+}
+
+// issuerToClusters maps an Issuer to the clusters of its namespace naming it in spec.tls.issuerRef, and a
+// ClusterIssuer to every watched cluster naming it: a cluster waiting for its issuer goes on as soon as the
+// issuer is Ready, and a running cluster's status says at once that its issuer broke.
+func (r *EtcdClusterReconciler) issuerToClusters(kind string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		opts := []client.ListOption{client.MatchingFields{issuerRefField: kind + "/" + o.GetName()}}
+		if kind == "Issuer" {
+			opts = append(opts, client.InNamespace(o.GetNamespace()))
+		}
+		clusters := &etcdv1beta1.EtcdClusterList{}
+		if err := r.List(ctx, clusters, opts...); err != nil {
+			logf.FromContext(ctx).Error(err, "cannot list the clusters of an issuer", "kind", kind, "name", o.GetName())
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(clusters.Items))
+		for _, c := range clusters.Items {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}})
+		}
+		return out
+	}
+}
+
+// watchIssuers watches cert-manager's Issuers (in the watched namespaces) and ClusterIssuers, whole (their
+// Ready condition is read), where the API server serves the kinds when the operator starts. ClusterIssuers are
+// cluster-scoped: they are watched only where the operator may list and watch them cluster-wide (an install
+// confined to namespaces may not), and a cluster naming one is otherwise looked at again every
+// certManagerRetry while it waits.
+func (r *EtcdClusterReconciler) watchIssuers(mgr ctrl.Manager, b *builder.TypedBuilder[reconcile.Request]) (*builder.TypedBuilder[reconcile.Request], error) {
+	ctx := context.Background()
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &etcdv1beta1.EtcdCluster{}, issuerRefField, issuerRefKey); err != nil {
+		return nil, fmt.Errorf("index clusters by issuer: %w", err)
+	}
+	for _, kind := range []string{"Issuer", "ClusterIssuer"} {
+		gvk := resources.IssuerGVK(&etcdv1beta1.IssuerReference{Kind: kind})
+		mapping, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		switch {
+		case meta.IsNoMatchError(err):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("look up the %s kind: %w", kind, err)
+		}
+		if kind == "ClusterIssuer" {
+			allowed, err := mayWatchClusterWide(ctx, mgr.GetClient(), mapping.Resource)
+			if err != nil {
+				return nil, err
+			}
+			if !allowed {
+				logf.FromContext(ctx).Info("not watching ClusterIssuers: the operator may not list and watch them cluster-wide")
+				continue
+			}
+			r.clusterIssuersWatched = true
+		}
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(gvk)
+		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(r.issuerToClusters(kind)))
+		r.issuers = mgr.GetCache()
+	}
+	return b, nil
+}
+
+// mayWatchClusterWide asks the API server whether the operator may list and watch resource in every namespace.
+func mayWatchClusterWide(ctx context.Context, c client.Client, resource schema.GroupVersionResource) (bool, error) {
+	for _, verb := range []string{"list", "watch"} {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: resource.Group, Resource: resource.Resource}}}
+		if err := c.Create(ctx, review); err != nil {
+			return false, fmt.Errorf("ask whether the operator may %s %s: %w", verb, resource.GroupResource(), err)
+		}
+		if !review.Status.Allowed {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// issuerWatched reports whether the issuer of the cluster's spec.tls.issuerRef is watched (and cached).
+func (r *EtcdClusterReconciler) issuerWatched(c *etcdv1beta1.EtcdCluster) bool {
+	if r.issuers == nil {
+		return false
+	}
+	gvk := resources.IssuerGVK(c.Spec.TLS.IssuerRef)
+	return gvk.Group == resources.CertManagerGroup && (gvk.Kind == "Issuer" || gvk.Kind == "ClusterIssuer" && r.clusterIssuersWatched)
 }

@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -239,6 +240,8 @@ var _ = Describe("TLS from cert-manager", func() {
 				b, err := r.controllerBuilder(mgr)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(r.certificates).NotTo(BeNil(), "the operator watches Certificates where the kind is served")
+				Expect(r.issuers).NotTo(BeNil(), "and Issuers")
+				Expect(r.clusterIssuersWatched).To(BeTrue(), "and ClusterIssuers, where it may list and watch them cluster-wide")
 				Expect(b.Complete(countingIssuedReconciler{r, &mgrRuns})).To(Succeed())
 				mctx, stop := context.WithCancel(context.Background())
 				done := make(chan struct{})
@@ -307,6 +310,96 @@ var _ = Describe("TLS from cert-manager", func() {
 					g.Expect(apierrors.IsNotFound(get(ctx, certificateObject(c.Namespace, resources.CertificateName(leaf))))).To(BeTrue())
 				}
 			}, 2*time.Second, interval).Should(Succeed())
+		})
+
+		It("issues as soon as a missing Issuer is created and Ready: the Issuer's event, not a poll", func() {
+			name := "late-issuer"
+			c := issuedCluster(certManagerNS, name, "Issuer")
+			Expect(k8sClient.Create(ctx, c)).To(Succeed())
+			Eventually(condition(ctx, c, etcdv1beta1.ConditionDegraded), timeout, interval).Should(And(
+				statusIs(metav1.ConditionTrue, ReasonIssuerNotReady),
+				HaveField("Message", ContainSubstring("Issuer "+certManagerNS+"/"+name+" named by spec.tls.issuerRef not found"))))
+
+			By("creating the Issuer: cert-manager marks it Ready")
+			caIssuer(ctx, name)
+			ready := time.Now()
+			// A cluster waiting for a watched Issuer is looked at again only after issuancePendingRetry (a minute)
+			// without an event, and the cluster was created seconds ago: Certificates within seconds of the Issuer's
+			// Ready come from the Issuer's event (a lost event would show as a minute's wait, a poll as 15 s).
+			Expect(issuancePendingRetry).To(BeNumerically(">=", time.Minute))
+			Eventually(func(g Gomega) {
+				for _, leaf := range issuedLeaves(c) {
+					g.Expect(get(ctx, certificateObject(c.Namespace, resources.CertificateName(leaf)))).To(Succeed())
+				}
+			}, 10*time.Second, interval).Should(Succeed(), "the Certificates are created once the Issuer is Ready")
+			GinkgoWriter.Printf("Certificates created %s after the Issuer was seen Ready\n", time.Since(ready))
+			Eventually(func() error {
+				return k8sClient.Get(ctx, key(c.Namespace, resources.StatefulSetName(c)), &appsv1.StatefulSet{})
+			}, timeout, interval).Should(Succeed(), "and then the members")
+			Eventually(condition(ctx, c, etcdv1beta1.ConditionDegraded), timeout, interval).ShouldNot(HaveField("Reason", BeElementOf(
+				ReasonIssuerNotReady, ReasonCertificatesPending)))
+		})
+
+		It("keeps reconciling a running cluster whose Issuer is deleted, says so with the certificates' deadline, and leaves them alone", func() {
+			name := "deleted-issuer"
+			caIssuer(ctx, name)
+			c := issuedCluster(certManagerNS, name, "Issuer")
+			Expect(k8sClient.Create(ctx, c)).To(Succeed())
+			var notAfter time.Time
+			Eventually(func(g Gomega) {
+				g.Expect(get(ctx, c)).To(Succeed())
+				g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
+				g.Expect(c.Status.TLS).NotTo(BeNil())
+				g.Expect(c.Status.TLS.Certificates).To(HaveLen(3))
+				g.Expect(runningState(ctx, c)(g)).To(HaveKeyWithValue("StatefulSet", Not(Equal("absent"))))
+				notAfter = c.Status.TLS.Certificates[0].NotAfter.Time
+				for _, cert := range c.Status.TLS.Certificates {
+					if cert.NotAfter.Time.Before(notAfter) {
+						notAfter = cert.NotAfter.Time
+					}
+				}
+			}, timeout, interval).Should(Succeed())
+			secrets := func(g Gomega) map[string]string {
+				state := runningState(ctx, c)(g)
+				delete(state, "StatefulSet")
+				delete(state, "ConfigMap")
+				for _, leaf := range issuedLeaves(c) {
+					s := &corev1.Secret{}
+					g.Expect(k8sClient.Get(ctx, key(c.Namespace, resources.IssuedSecretName(leaf)), s)).To(Succeed())
+					state["staging "+s.Name] = s.ResourceVersion
+				}
+				return state
+			}
+			before := secrets(Default)
+
+			By("deleting the Issuer")
+			issuer := &unstructured.Unstructured{}
+			issuer.SetGroupVersionKind(resources.IssuerGVK(&etcdv1beta1.IssuerReference{Kind: "Issuer"}))
+			issuer.SetNamespace(certManagerNS)
+			issuer.SetName(name)
+			Expect(k8sClient.Delete(ctx, issuer)).To(Succeed())
+			Eventually(condition(ctx, c, etcdv1beta1.ConditionDegraded), timeout, interval).Should(And(
+				statusIs(metav1.ConditionTrue, ReasonIssuerNotReady),
+				HaveField("Message", ContainSubstring("Issuer "+certManagerNS+"/"+name+" named by spec.tls.issuerRef not found")),
+				HaveField("Message", ContainSubstring("the first of which expires at "+notAfter.UTC().Format(time.RFC3339))),
+				HaveField("Message", ContainSubstring("the rest of the cluster is reconciled"))))
+			Eventually(func() ([]eventsv1.Event, error) { return eventsWithReason(ctx, c, ReasonIssuerNotReady) }, timeout, interval).
+				Should(ContainElement(And(HaveField("Type", corev1.EventTypeWarning), HaveField("Note", ContainSubstring("not found")))))
+
+			By("scaling: the StatefulSet and the PodDisruptionBudget follow")
+			Expect(retryUpdate(ctx, c, func(o client.Object) { o.(*etcdv1beta1.EtcdCluster).Spec.Replicas = 5 })).To(Succeed())
+			Eventually(func(g Gomega) {
+				sts := &appsv1.StatefulSet{}
+				g.Expect(k8sClient.Get(ctx, key(c.Namespace, resources.StatefulSetName(c)), sts)).To(Succeed())
+				g.Expect(*sts.Spec.Replicas).To(Equal(int32(5)))
+				pdb := &policyv1.PodDisruptionBudget{}
+				g.Expect(k8sClient.Get(ctx, key(c.Namespace, resources.PDBName(c)), pdb)).To(Succeed())
+				g.Expect(pdb.Spec.MinAvailable.IntValue()).To(Equal(3))
+				g.Expect(get(ctx, c)).To(Succeed())
+				g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
+				g.Expect(conditionOf(c, etcdv1beta1.ConditionDegraded)).To(HaveField("Reason", ReasonIssuerNotReady))
+			}, timeout, interval).Should(Succeed())
+			Consistently(secrets, 2*time.Second, interval).Should(Equal(before), "no certificate Secret is touched")
 		})
 
 		It("issues from a ClusterIssuer", func() {

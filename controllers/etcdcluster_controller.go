@@ -94,6 +94,11 @@ type EtcdClusterReconciler struct {
 	// kind when the controller starts; nil where it does not, and then a cluster with spec.tls.issuerRef
 	// waits, saying so (certmanager.go).
 	certificates client.Reader
+	// issuers reads cert-manager Issuers, and ClusterIssuers where clusterIssuersWatched, from the manager's
+	// cache where the API server serves the kinds when the controller starts (watchIssuers); nil where it does
+	// not, and then issuers are read from the API server.
+	issuers               client.Reader
+	clusterIssuersWatched bool
 }
 
 // objects applies the cluster's managed objects (applyIfChanged).
@@ -258,6 +263,10 @@ func (r *EtcdClusterReconciler) report(ctx context.Context, before *etcdv1beta1.
 	if err == nil && result.IsZero() {
 		result.RequeueAfter = r.requeueAfter(cluster, s.obs, s.decision, s.maintained, s.deferred)
 	}
+	// A held certificate problem (reconcileIssuedTLS) is looked at again when no event may say it ended.
+	if after := s.obs.tls.heldRetry; err == nil && s.obs.tls.held != nil && (result.RequeueAfter == 0 || after < result.RequeueAfter) {
+		result.RequeueAfter = after
+	}
 	return result, err
 }
 
@@ -407,6 +416,10 @@ func (r *EtcdClusterReconciler) controllerBuilder(mgr ctrl.Manager) (*builder.Ty
 		b = b.Owns(obj).
 			Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(issuedSecretToCluster))
 		r.certificates = mgr.GetCache()
+		// Their issuers too: an issuer becoming Ready, or breaking, is an event of the clusters naming it.
+		if b, err = r.watchIssuers(mgr, b); err != nil {
+			return nil, err
+		}
 	case !meta.IsNoMatchError(err):
 		return nil, fmt.Errorf("look up the %s kind: %w", resources.CertificateGVK.Kind, err)
 	}

@@ -156,8 +156,9 @@ type statusFacts struct {
 	// refusal and unmanaged are err's kind, when it is one of them.
 	refusal   *tlsRefusal
 	unmanaged *unmanagedSecret
-	// pending: the certificates from cert-manager cannot be had yet.
-	pending *certificatesPending
+	// pending: the certificates from cert-manager cannot be had yet; held: nor renewed, while the members run
+	// on the ones they have (reported after every rule that protects quorum or data).
+	pending, held *certificatesPending
 	// voters and healthy voting members (pods ready, while etcd cannot be asked), and quorum of voters.
 	voters, healthy, quorum int32
 	// electing: healthy voters that know no leader yet (memberHealth).
@@ -191,6 +192,7 @@ func newStatusFacts(c *etcdv1beta1.EtcdCluster, obs observation, d membership.De
 	if errors.As(err, &pending) {
 		f.pending = &pending
 	}
+	f.held = obs.tls.held
 	if obs.reachable {
 		f.healthy = 0
 		for _, electing := range obs.electing {
@@ -381,6 +383,8 @@ func degradedCondition(f statusFacts) conditionState {
 		return conditionState{metav1.ConditionTrue, ReasonMembersUnhealthy, msg}
 	case obs.etcdErr != nil && f.hadQuorum:
 		return conditionState{metav1.ConditionTrue, ReasonEtcdUnreachable, obs.etcdErr.Error()}
+	case f.held != nil:
+		return conditionState{metav1.ConditionTrue, f.held.reason, f.held.msg}
 	case len(f.unknown) > 0:
 		return conditionState{metav1.ConditionTrue, ReasonUnknownMembers, "members not managed by the operator (left alone): " + strings.Join(f.unknown, ", ")}
 	}

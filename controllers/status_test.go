@@ -97,6 +97,18 @@ func TestComputeStatus(t *testing.T) {
 			return obs
 		}(), membership.Decision{Phase: membership.PhaseScaling, Message: "adding member 0 as a learner"},
 			nil, want{etcdv1beta1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionTrue, ReasonMemberDataDeleting}},
+		// An issuer that broke under a running cluster: said in Degraded while the members run on their
+		// certificates, never before a member's health.
+		{"issuer broken, members healthy", 3, false, ReasonQuorumHealthy, func() observation {
+			obs := statusObservation([]bool{true, true, true}, nil)
+			obs.tls.held = &certificatesPending{ReasonIssuerNotReady, "Issuer ns/ca named by spec.tls.issuerRef not found"}
+			return obs
+		}(), membership.Decision{}, nil, want{etcdv1beta1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionTrue, ReasonIssuerNotReady}},
+		{"issuer broken, a member unhealthy", 3, false, ReasonQuorumHealthy, func() observation {
+			obs := statusObservation([]bool{true, false, true}, nil)
+			obs.tls.held = &certificatesPending{ReasonIssuerNotReady, "Issuer ns/ca named by spec.tls.issuerRef not found"}
+			return obs
+		}(), membership.Decision{Phase: membership.PhaseHealing}, nil, want{etcdv1beta1.PhaseDegraded, metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionTrue, ReasonMembersUnhealthy}},
 		{"paused", 3, true, ReasonQuorumHealthy, statusObservation([]bool{true, true, true}, nil), membership.Decision{},
 			nil, want{etcdv1beta1.PhasePaused, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionFalse, ReasonAsExpected}},
 	} {

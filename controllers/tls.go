@@ -55,6 +55,11 @@ type tlsObservation struct {
 	bundle      resources.CASet
 	trustDigest string
 	caChange    string
+	// held is what keeps the certificates from cert-manager from being had while the members can run on the
+	// Secrets they mount (reconcileIssuedTLS: reported, not stopping the reconcile), looked at again after
+	// heldRetry when no event comes.
+	held      *certificatesPending
+	heldRetry time.Duration
 }
 
 // tlsRefusal stops a reconcile that would change a running cluster's scheme or the CA its members trust:
