@@ -22,7 +22,7 @@ BENCH_CRDS ?= config/crd/bases
 # `make bench-node BENCH_NODE_RUN=ServedLoad`, tests/bench/notes.md).
 BENCH_NODE_RUNS ?= 3
 BENCH_NODE_RUN ?= .
-# Every scenario at BENCH_NODE_RUNS=3 takes ~90 min; the served load ~25 of them.
+# The served load adds ~25 min at BENCH_NODE_RUNS=3 (six Jobs of ~75 s per round) to the other scenarios.
 BENCH_NODE_TIMEOUT ?= 150m
 NODE_LOCK ?= /tmp/etcd-operator-node.lock
 # served part (three etcd members on localhost, no node): rounds, measured phases, variants (`-list` names
