@@ -189,10 +189,8 @@ func (r *EtcdClusterReconciler) doStep(ctx context.Context, c *etcdv1beta1.EtcdC
 	case membership.ActionDeleteVolume:
 		// The claim goes first (it stays until its pod is gone), then the pod, so the StatefulSet
 		// recreates both empty.
-		if pvc := obs.pvcByOrdinal[a.Ordinal]; pvc != nil && pvc.DeletionTimestamp.IsZero() {
-			if err := r.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); client.IgnoreNotFound(err) != nil {
-				return err
-			}
+		if gone, err := r.deleteClaim(ctx, obs.pvcByOrdinal[a.Ordinal]); err != nil || gone {
+			return err
 		}
 		pod := obs.podByOrdinal[a.Ordinal]
 		switch {
@@ -217,6 +215,26 @@ func (r *EtcdClusterReconciler) doStep(ctx context.Context, c *etcdv1beta1.EtcdC
 	}
 	defer func() { _ = cli.Close() }()
 	return a.ApplyToEtcd(ctx, cli, obs.urls.PeerURL(c, a.Ordinal))
+}
+
+// deleteClaim deletes the claim the cache holds (nil: none) and reports whether the API server no longer has
+// it. A claim that is gone was released by its pod (pvc-protection holds it while a pod uses it, and the
+// StatefulSet creates no pod while it is being deleted), so the pod of its ordinal the cache holds now is a
+// new one, on a new claim, that must not be deleted: the pod cache can be ahead of the claim cache, which then
+// still shows the old claim, marked for replacement. Deleting a claim already being deleted changes nothing
+// and tells whether it is still there.
+func (r *EtcdClusterReconciler) deleteClaim(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (gone bool, err error) {
+	if pvc == nil {
+		return false, nil
+	}
+	switch err := r.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); {
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		// Conflict: the UID precondition failed, so the claim of that name is a new one.
+		return true, nil
+	case err != nil:
+		return false, err
+	}
+	return false, nil
 }
 
 // recordTransitions emits an event whenever a condition changes, so a blocked or failing cluster is
