@@ -75,7 +75,7 @@ bench-restore: etcd ## Point-in-time restore of a 1 GiB etcd plus 2 minutes of c
 		go test -run '^$$' -bench PointInTimeRestore -benchtime 1x -timeout 60m ./internal/backup/continuous/ | tee $(BENCH_DIR)/restore.txt
 
 .PHONY: bench-node
-bench-node: kubectl ## Operator vs a bare etcd StatefulSet on the local node (holds the node lock; deploys the operator); BENCH_NODE_RUN=ServedLoad: served load from a pod.
+bench-node: kubectl ## Operator vs a bare etcd StatefulSet on the local cluster (holds the node lock; deploys the operator), to bin/bench/node, or node-N on N>1 nodes; BENCH_NODE_RUN=ServedLoad: served load from a pod.
 	@# -o: the lock is not inherited by processes the node starts (they would hold it forever).
 	flock -o -w 3600 $(NODE_LOCK) $(MAKE) bench-node-locked
 
@@ -87,9 +87,13 @@ bench-node-locked: cluster-up
 	KUBECONFIG=$(NODE_KUBECONFIG) $(MAKE) deploy IMG=$$(cat $(NODE_DIR)/operator-image) || echo "bench-node: make deploy reported conflicts; continuing"
 	@# A trial must not overlap the old operator's exit and the new one's leader election.
 	$(KUBECTL) --kubeconfig $(NODE_KUBECONFIG) -n etcd-operator-system rollout status deployment/etcd-operator-controller-manager --timeout=5m
-	@# Results are appended per sample; a run of every scenario starts afresh, so no older build's sample counts.
-	$(if $(filter .,$(BENCH_NODE_RUN)),rm -f $(BENCH_DIR)/node/*.json)
-	KUBECONFIG=$(NODE_KUBECONFIG) KUBECTL=$(KUBECTL) BENCH_OPERATOR_IMAGE=$$(cat $(NODE_DIR)/operator-image) BENCH_OUT=$(BENCH_DIR)/node BENCH_RUNS=$(BENCH_NODE_RUNS) \
+	@# A cluster of N>1 nodes (hack/node NODES=N; its count is known only once cluster-up ran) writes to node-N,
+	@# so its samples never mix with one node's and the report shows both. Results are appended per sample; a
+	@# run of every scenario starts afresh in that directory, so no older build's sample counts.
+	n=$$(cat $(NODE_DIR)/state/node-count 2>/dev/null || echo 1); out=$(BENCH_DIR)/node$$([ "$$n" = 1 ] || echo "-$$n"); \
+	echo "bench-node: $$n node(s), samples to $$out"; \
+	$(if $(filter .,$(BENCH_NODE_RUN)),rm -f $$out/*.json;) \
+	KUBECONFIG=$(NODE_KUBECONFIG) KUBECTL=$(KUBECTL) BENCH_OPERATOR_IMAGE=$$(cat $(NODE_DIR)/operator-image) BENCH_OUT=$$out BENCH_RUNS=$(BENCH_NODE_RUNS) \
 		go test -tags bench ./tests/bench/node/ -count=1 -v -timeout $(BENCH_NODE_TIMEOUT) -run 'Test.*($(BENCH_NODE_RUN))'
 
 .PHONY: bench-report

@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -101,7 +100,7 @@ type earlier struct {
 }
 
 func main() {
-	in := flag.String("in", "bin/bench", "directory with envtest/results.json, node/*.json, go-bench.txt, restore.txt")
+	in := flag.String("in", "bin/bench", "directory with envtest/results.json, node/*.json, node-<n>/*.json, go-bench.txt, restore.txt")
 	mdPath := flag.String("md", "docs/benchmarks.md", "Markdown report")
 	pngPath := flag.String("png", "docs/benchmarks.png", "PNG chart")
 	notes := flag.String("notes", "tests/bench/notes.md", "hand-written analysis appended to the report (profiles, bounds)")
@@ -204,187 +203,7 @@ func main() {
 	}
 
 	// Node.
-	type sample = map[string]float64
-	var avail, scale, heal, upgrade, quorumLoss, noSpace, defrag []sample
-	haveAvail := readJSON(filepath.Join(*in, "node", "available.json"), &avail)
-	haveScale := readJSON(filepath.Join(*in, "node", "scale.json"), &scale)
-	haveHeal := readJSON(filepath.Join(*in, "node", "heal.json"), &heal)
-	haveUpgrade := readJSON(filepath.Join(*in, "node", "upgrade.json"), &upgrade)
-	haveQuorumLoss := readJSON(filepath.Join(*in, "node", "quorumloss.json"), &quorumLoss)
-	haveNoSpace := readJSON(filepath.Join(*in, "node", "nospace.json"), &noSpace)
-	haveDefrag := readJSON(filepath.Join(*in, "node", "defrag.json"), &defrag)
-	var servedLoad []sample
-	haveServedLoad := readJSON(filepath.Join(*in, "node", "servedload.json"), &servedLoad)
-	col := func(ss []sample, key string, keep func(sample) bool) stat {
-		var xs []float64
-		for _, s := range ss {
-			if v, ok := s[key]; ok && (keep == nil || keep(s)) {
-				xs = append(xs, v)
-			}
-		}
-		return summarize(xs)
-	}
-	loads := func(ss []sample) string {
-		var l []string
-		for _, s := range ss {
-			l = append(l, strconv.FormatFloat(s["load1"], 'f', 1, 64))
-		}
-		return strings.Join(l, ", ")
-	}
-	w("## On the local node (hack/node: 1 node, local-path volumes, etcd 3.5.35)\n\n")
-	w("The baseline is the practical limit: the same ConfigMap, Services and StatefulSet the operator would\n")
-	w("create (its own builders: same image, probes, 1 GiB volumes, Parallel start, static initial cluster),\n")
-	w("applied by hand without the operator. \"Available\": the cluster's status Available and Running for the\n")
-	w("current generation with every member pod ready and etcd's member list, as status reports it, exactly the\n")
-	w("spec's members, each a healthy voter; the baseline: every member pod Ready (etcd `/health`).\n\n")
-	if haveAvail {
-		w("### Time to Available (s)\n\n| members | operator | bare StatefulSet | ratio | load (1 min) |\n|---|---|---|---|---|\n")
-		for _, n := range []float64{1, 3, 5} {
-			is := func(s sample) bool { return s["members"] == n }
-			var sub []sample
-			for _, s := range avail {
-				if is(s) {
-					sub = append(sub, s)
-				}
-			}
-			r := col(avail, "ratio", is)
-			w("| %.0f | %s | %s | %s | %s |\n", n, col(avail, "operator", is), col(avail, "bare", is), r.ratio(), loads(sub))
-			switch {
-			case r.n > 0 && n == 3:
-				// The goal for the common size is tight: the operator's own work (certificates, status,
-				// membership checks) may add 5 % to what the pods themselves take.
-				targets = append(targets, target{name: "AVAILABLE 3 (TLS) <= 1.05X BARE", measured: fmt.Sprintf("%.2f×", r.med),
-					value: r.med, limit: 1.05, ok: r.med <= 1.05, known: true})
-			case r.n > 0:
-				targets = append(targets, target{name: fmt.Sprintf("AVAILABLE %.0f <= 1.25X BARE", n), measured: fmt.Sprintf("%.2f×", r.med),
-					value: r.med, limit: 1.25, ok: r.med <= 1.25, known: true})
-			}
-		}
-		if plain := col(avail, "operatorNoTLS", nil); plain.n > 0 {
-			w("\n3 members with TLS off (same runs): %s to Available.\n", plain)
-		}
-		w("\n")
-	} else {
-		w("Time to Available: not measured in this report.\n\n")
-	}
-	if haveScale {
-		for _, s := range scale {
-			s["upTotalRatio"] = s["up"] / s["podStart"]
-		}
-		up, down, total := col(scale, "upRatio", nil), col(scale, "downRatio", nil), col(scale, "upTotalRatio", nil)
-		w("### Scale 3→5 and 5→3 (s)\n\n| step | operator, whole step | per member | one pod start (bare 1-member StatefulSet, new volume) | whole step / one pod start | per member / one pod start | load |\n|---|---|---|---|---|---|---|\n")
-		w("| 3→5 | %s | %s | %s | %s | %s | %s |\n", col(scale, "up", nil), col(scale, "upStep", nil), col(scale, "podStart", nil), total.ratio(), up.ratio(), loads(scale))
-		w("| 5→3 | %s | %s | %s | — | %s | %s |\n\n", col(scale, "down", nil), col(scale, "downStep", nil), col(scale, "podStart", nil), down.ratio(), loads(scale))
-		if plain := col(scale, "upNoTLS", nil); plain.n > 0 {
-			w("3→5 of a cluster with TLS off (same runs): %s.\n\n", plain)
-		}
-		next := col(scale, "upNextRatio", nil)
-		if next.n > 0 {
-			w("3→5 on etcd 3.6, whose members accept two learners at once (same runs, TLS on): %s, %s one pod start.\n\n", col(scale, "upNext", nil), next.ratio())
-			targets = append(targets, target{name: "SCALE 3-5 ON ETCD 3.6 <= 1.3X ONE POD START", measured: fmt.Sprintf("%.2f×", next.med), value: next.med, limit: 1.3, ok: next.med <= 1.3, known: true})
-		}
-		targets = append(targets,
-			target{name: "SCALE 3-5 <= 1.3X ONE POD START", measured: fmt.Sprintf("%.2f×", total.med), value: total.med, limit: 1.3, ok: total.med <= 1.3, known: true},
-			target{name: "SCALE DOWN STEP <= 1.5X POD", measured: fmt.Sprintf("%.2f×", down.med), value: down.med, limit: 1.5, ok: down.med <= 1.5, known: true})
-	}
-	if haveHeal {
-		p, v := col(heal, "podDeleted", nil), col(heal, "podAndPVCDeleted", nil)
-		w("### Heal, 3 members: time until Available again with the lost member replaced (s)\n\n| loss | operator | bare pod restart (same run) | load |\n|---|---|---|---|\n")
-		w("| member pod deleted | %s | %s | %s |\n", p, col(heal, "barePodRestart", nil), loads(heal))
-		w("| member pod and volume claim deleted | %s | — | %s |\n\n", v, loads(heal))
-		vr := col(heal, "podAndPVCDeletedRatio", nil)
-		if vr.n > 0 {
-			w("A lost volume means a new member on a new volume: one pod start (bare 1-member StatefulSet, new volume) %s in the same runs; heal / pod start %s.\n",
-				col(heal, "podStart", nil), vr.ratio())
-			if br := col(heal, "podAndPVCDeletedBareRatio", nil); br.n > 0 {
-				w("The physical floor is longer than one pod start: the StatefulSet makes the successor pod only once the old one is gone. A bare\n")
-				w("1-member StatefulSet whose claim and pod are deleted the same way has its successor Ready after %s; heal / that floor %s.\n",
-					col(heal, "bareVolumeLoss", nil), br.ratio())
-			}
-			w("\n")
-		}
-		targets = append(targets,
-			target{name: "HEAL POD < 60 S", measured: fmt.Sprintf("%.1f s", p.med), value: p.med, limit: 60, ok: p.med < 60, known: true},
-			target{name: "HEAL POD+PVC <= 1.2X ONE POD START", measured: fmt.Sprintf("%.2f× (%.1f s)", vr.med, v.med), value: vr.med, limit: 1.2, ok: vr.med <= 1.2, known: vr.n > 0})
-	}
-	if haveQuorumLoss {
-		w("### Quorum loss, 3 members: two members' pods and claims deleted at once, `recovery.after: 30s` (s)\n\n")
-		w("| recovery.quorumLoss | until Available again | of which after the window | bare pod restart (same run) |\n|---|---|---|---|\n")
-		for _, strategy := range []struct {
-			name       string
-			fromBackup float64
-		}{{"FromSurvivor", 0}, {"FromBackup (every member restores an on-demand backup)", 1}} {
-			keep := func(s sample) bool { return s["fromBackup"] == strategy.fromBackup }
-			w("| %s | %s | %s | %s |\n", strategy.name, col(quorumLoss, "available", keep), col(quorumLoss, "afterWindow", keep), col(quorumLoss, "barePodRestart", keep))
-		}
-		w("\nLoad: %s\n\n", loads(quorumLoss))
-	}
-	if haveNoSpace {
-		w("### Space quota reached, 3 members, 64Mi volumes (25.6 MiB quota) (s)\n\n")
-		w("| NOSPACE raised until a write succeeds again (compaction, a defragmentation per member, alarm disarmed) | load |\n|---|---|\n")
-		w("| %s | %s |\n\n", col(noSpace, "writable", nil), loads(noSpace))
-	}
-	if haveDefrag {
-		w("### Automatic defragmentation, 3 members, under a writer\n\n")
-		w("Each member's file holds %s MiB of data and as much in free pages; counted from the compaction that frees them.\n\n",
-			col(defrag, "dataMiB", nil))
-		w("| file (MiB) | first member shrunk (s) | all shrunk (s) | per further member (s) | writer's longest wait (s) | writes failed | writes acknowledged | load |\n|---|---|---|---|---|---|---|---|\n")
-		w("| %s | %s | %s | %s | %s | %s | %s | %s |\n\n", col(defrag, "fileMiB", nil), col(defrag, "firstShrunk", nil), col(defrag, "allShrunk", nil),
-			col(defrag, "perMember", nil), col(defrag, "writerLongestWait", nil), col(defrag, "writerFailed", nil), col(defrag, "writerAcked", nil), loads(defrag))
-	}
-	if haveUpgrade {
-		r := col(upgrade, "ratio", nil)
-		w("### Rolling upgrade 3.5.34 → 3.5.35, 3 members (s)\n\n| total | per member | bare pod restart (same run) | ratio | load |\n|---|---|---|---|---|\n")
-		w("| %s | %s | %s | %s | %s |\n\n", col(upgrade, "total", nil), col(upgrade, "perMember", nil), col(upgrade, "barePodRestart", nil), r.ratio(), loads(upgrade))
-	}
-
-	if haveServedLoad {
-		// The codes of tests/bench/node's servedload samples ("target", "mode", "workload").
-		targetNames := []string{"bare StatefulSet, no TLS, own Service", "operator, TLS off", "operator, TLS"}
-		beforeNames := []string{"bare", "operator-plain", "operator-tls"}
-		modes := []string{"service", "members"}
-		workloads := []string{"put", "get-linearizable", "get-serializable", "txn"}
-		w("### Served load from a pod on the node, 3 members (`make bench-node BENCH_NODE_RUN=ServedLoad`)\n\n")
-		w("A load generator in a pod (tests/bench/loadgen: 16 clients over 4 clientv3 clients, 256-byte values, 10,000 keys)\n")
-		w("drives each cluster through its client Service (\"service\") or with every member's stable DNS name as an endpoint\n")
-		w("(\"members\"). Ratios are to the bare StatefulSet without TLS, with a client Service written as etcd's documentation\n")
-		w("writes one, in the same round. \"max share\" is the largest share of the workload's gRPC calls one member served\n")
-		w("(the gets' Range calls counted together), \"leader share\" the leader's: with a Service, how its connections spread.\n\n")
-		w("| target | endpoints | workload | req/s | p50 ms | p99 ms | req/s / bare | p99 / bare | max share | leader share | previous report | load |\n")
-		w("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-		for tg, tname := range targetNames {
-			for m, mode := range modes {
-				for wl, wname := range workloads {
-					keep := func(s sample) bool {
-						return s["target"] == float64(tg) && s["mode"] == float64(m) && s["workload"] == float64(wl)
-					}
-					var sub []sample
-					for _, s := range servedLoad {
-						if keep(s) {
-							sub = append(sub, s)
-						}
-					}
-					if len(sub) == 0 {
-						continue
-					}
-					ratio := func(k string) string {
-						if tg == 0 {
-							return "1"
-						}
-						return col(servedLoad, k, keep).ratio()
-					}
-					prev := "—"
-					if b, ok := befores[fmt.Sprintf("SERVED LOAD %s %s %s", beforeNames[tg], mode, wname)]; ok {
-						prev = b.Measured
-					}
-					w("| %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %.2f | %s | %s |\n", tname, mode, wname, col(servedLoad, "perSecond", keep),
-						col(servedLoad, "p50ms", keep), col(servedLoad, "p99ms", keep), ratio("perSecondRatio"), ratio("p99Ratio"),
-						col(servedLoad, "maxShare", keep).med, col(servedLoad, "leaderShare", keep).med, prev, loads(sub))
-				}
-			}
-		}
-		w("\nPrevious figures come from tests/bench/before.json, keyed \"SERVED LOAD <bare|operator-plain|operator-tls> <service|members> <workload>\".\n\n")
-	}
+	targets = append(targets, nodeSections(&md, *in, befores)...)
 
 	// Served load of `make bench-served`: the tool writes its table, with the previous report's ratios, itself.
 	if table, err := os.ReadFile(filepath.Join(*in, "served", "table.md")); err == nil {
