@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make demo: from a fresh machine, bring up the local node, deploy the operator with kustomize, create the
+# make demo: from a fresh machine, bring up the local cluster (three nodes), deploy the operator with kustomize, create the
 # design's EtcdCluster and wait until it is Available; then print what to do next.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -9,7 +9,7 @@ kubectl=$(make -s --no-print-directory print-kubectl)
 started=$(date +%s)
 step() { printf '\n==> [%ss] %s\n' "$(($(date +%s) - started))" "$*"; }
 
-step "local node: etcd, Kubernetes v1.33.13, containerd, CoreDNS, storage, registry (cold: ~30 min of builds; warm: ~1 min)"
+step "local cluster of three nodes: etcd, Kubernetes v1.33.13, containerd, CoreDNS, storage, registry (cold: ~30 min of builds; warm: ~1 min)"
 make --no-print-directory cluster-up
 step "images: operator and etcd, built offline and pushed to localhost:5000"
 make --no-print-directory images

@@ -1,15 +1,20 @@
-# The local single-node Kubernetes cluster (built from sources, no registry pulls) and the e2e suite on it.
+# The local Kubernetes cluster of three nodes (built from sources, no registry pulls) and the e2e suite on it.
 # Included by the top Makefile; uses its LOCALBIN, VERSION and KUBECTL. The harness lives in hack/node/
 # (see hack/node/README.md); everything it writes is under bin/node and /run/etcd-operator-node.
 
 NODE_DIR ?= $(LOCALBIN)/node
 NODE_KUBECONFIG ?= $(NODE_DIR)/kubeconfig
 # Ginkgo label filter of `make test-e2e`; the default runs every scenario but the chaos run (label "chaos",
-# `make test-chaos`) and the monitoring one (label "prometheus", `make test-monitoring`: it needs a Prometheus
-# server, the longest build of the suite). The scaling, upgrade, healing and operator-failover scenarios carry
-# the label "membership": E2E_LABEL_FILTER=membership runs only them, E2E_LABEL_FILTER='!membership && !chaos
-# && !prometheus' the others (~2 min).
-E2E_LABEL_FILTER ?= !chaos && !prometheus && !nodes
+# `make test-chaos`), the monitoring one (label "prometheus", `make test-monitoring`: it needs a Prometheus
+# server, the longest build of the suite) and the node events (label "nodes", `make test-nodes`). On a cluster of
+# three nodes or more it also runs the placement specs (labels "nodes" and "placement"), which take nothing away
+# from the nodes. The scaling, upgrade, healing and operator-failover scenarios carry the label "membership":
+# E2E_LABEL_FILTER=membership runs only them, E2E_LABEL_FILTER='!membership && !chaos && !prometheus && !nodes'
+# the others (~2 min).
+E2E_LABEL_FILTER ?=
+# Ginkgo label filter of `make test-nodes`: the node events, which take nodes away; the placement specs run in
+# `make test-e2e` (NODES_LABEL_FILTER=nodes runs them here too).
+NODES_LABEL_FILTER ?= nodes && !placement
 E2E_TIMEOUT ?= 60m
 # Parallel Ginkgo processes: the specs mostly wait for pods, so three at a time take about a third of the time; the specs
 # that change the operator itself are Serial and run alone, after the others.
@@ -19,12 +24,13 @@ E2E_ARGS ?=
 
 ##@ Local node and e2e
 
-# Nodes of the local cluster: 1 (the machine itself), or 2-9, each a network namespace of its own with its own
-# containerd, kubelet and kube-proxy, labelled zone-<i> (hack/node/nodes.sh). Empty: a running cluster keeps its count.
+# Nodes of the local cluster: 3 by default, or 2-9, each a network namespace of its own with its own containerd,
+# kubelet and kube-proxy, labelled zone-<i>; or 1, the machine itself (hack/node/nodes.sh). Empty: a running
+# cluster keeps its count, a new one has three.
 NODES ?=
 
 .PHONY: cluster-up
-cluster-up: ## Start the local cluster (cold: builds Kubernetes, etcd, CoreDNS, images; warm: <1 min); NODES=3 for three nodes. KUBECONFIG=bin/node/kubeconfig
+cluster-up: ## Start the local cluster (cold: builds Kubernetes, etcd, CoreDNS, images; warm: <1 min); three nodes, NODES=1 for one. KUBECONFIG=bin/node/kubeconfig
 	NODES=$(NODES) hack/node/cluster-up.sh
 
 .PHONY: cluster-down
@@ -47,12 +53,12 @@ test-e2e: cluster-up minio ginkgo ## Install cert-manager (hack/node/cert-manage
 	hack/node/cert-manager.sh
 	KUBECONFIG=$(NODE_KUBECONFIG) $(MAKE) deploy IMG=$$(cat $(NODE_DIR)/operator-image)
 	KUBECONFIG=$(NODE_KUBECONFIG) KUBECTL=$(KUBECTL) E2E_OPERATOR_IMAGE=$$(cat $(NODE_DIR)/operator-image) \
-		E2E_FAILPOINT_IMAGE=$$(cat $(NODE_DIR)/operator-image-failpoints) E2E_KUBELET_ROOT=$(NODE_DIR)/state/kubelet \
+		E2E_FAILPOINT_IMAGE=$$(cat $(NODE_DIR)/operator-image-failpoints) E2E_KUBELET_ROOT=$$(ls -d $(NODE_DIR)/state/kubelet $(NODE_DIR)/state/nodes/node-*/kubelet 2>/dev/null | paste -sd:) \
 		$(GINKGO) run --tags e2e --procs $(E2E_PROCS) --timeout $(E2E_TIMEOUT) -v \
-		--label-filter='$(E2E_LABEL_FILTER)' $(E2E_ARGS) ./tests/e2e
+		--label-filter="$$(hack/node/e2e-label-filter.sh '$(E2E_LABEL_FILTER)')" $(E2E_ARGS) ./tests/e2e
 
 .PHONY: test-nodes
-test-nodes: ginkgo ## The node events (label "nodes") on a local cluster of three nodes in three zones (a running cluster of another size is taken down first): spread, drains, partitions, a node powered off.
+test-nodes: ginkgo ## The node events (label "nodes", one at a time) on a local cluster of three nodes in three zones (a running cluster of another size is taken down first): drains, partitions, a node powered off, two nodes lost. The placement specs run in test-e2e.
 	@if [ -f $(NODE_DIR)/state/node-count ] && [ "$$(cat $(NODE_DIR)/state/node-count)" != 3 ]; then \
 		echo "test-nodes: the running cluster has $$(cat $(NODE_DIR)/state/node-count) node(s): taking it down for three"; \
 		hack/node/cluster-down.sh; fi
@@ -61,7 +67,7 @@ test-nodes: ginkgo ## The node events (label "nodes") on a local cluster of thre
 	KUBECONFIG=$(NODE_KUBECONFIG) $(MAKE) deploy IMG=$$(cat $(NODE_DIR)/operator-image)
 	KUBECONFIG=$(NODE_KUBECONFIG) KUBECTL=$(KUBECTL) E2E_OPERATOR_IMAGE=$$(cat $(NODE_DIR)/operator-image) \
 		E2E_NODE_FAULT=$(CURDIR)/hack/node/fault.sh \
-		$(GINKGO) run --tags e2e --procs 1 --timeout 40m -v --label-filter='nodes' $(E2E_ARGS) ./tests/e2e
+		$(GINKGO) run --tags e2e --procs 1 --timeout 40m -v --label-filter='$(NODES_LABEL_FILTER)' $(E2E_ARGS) ./tests/e2e
 
 .PHONY: test-monitoring
 test-monitoring: cluster-up ginkgo prometheus ## The monitoring e2e scenario: a real Prometheus server beside the local node scrapes a cluster's members and the operator, with the alerting rules loaded.

@@ -1,20 +1,21 @@
 # The node or nodes of the local cluster; sourced after lib.sh by cluster-up.sh, cluster-down.sh, fault.sh, rss.sh.
 #
-# NODES=1 (the default): one node, the machine itself: kubelet, kube-proxy and containerd run in the host's
-# network namespace and the node IP is the default route's address.
-# NODES=2..9: each node is a network namespace of its own (etcdop-node-<i>), as kind makes a node without a
-# container image: its own node IP on a host bridge, pod CIDR, containerd (root, state, socket), runc root,
+# NODES=3 (the default), or any count from 2 to 9: each node is a network namespace of its own (etcdop-node-<i>),
+# as kind makes a node without a container image: its own node IP on a host bridge, pod CIDR, containerd (root, state, socket), runc root,
 # cgroup root, kubelet and kube-proxy, labelled with its hostname and the zone zone-<i>. The control plane,
 # CoreDNS, the registry and local-path-provisioner stay host processes; the host routes every node's pod CIDR
 # to that node, so pods reach each other, the host's services and the API server through the host bridge, and a
 # node is cut off (partitioned) by taking its end of the bridge down.
+#
+# NODES=1: one node, the machine itself: kubelet, kube-proxy and containerd run in the host's network namespace
+# and the node IP is the default route's address (lighter, but nothing can fail apart from the rest).
 #
 # The number of nodes is fixed for the life of the cluster's state: a running cluster keeps its count unless
 # NODES says otherwise (then cluster-up refuses, and cluster-down must come first).
 
 NODES_FILE=$STATE/node-count
 if [ -z "${NODES:-}" ]; then
-  NODES=$(cat "$NODES_FILE" 2>/dev/null || echo 1)
+  NODES=$(cat "$NODES_FILE" 2>/dev/null || echo 3)
 fi
 case $NODES in [1-9]) ;; *) die "NODES must be 1 to 9, not '$NODES'" ;; esac
 

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -32,7 +33,8 @@ import (
 // point is the StatefulSet failpoint, exercised by the other phases) and the backup Job.
 var (
 	failpointImage = os.Getenv("E2E_FAILPOINT_IMAGE")
-	kubeletRoot    = os.Getenv("E2E_KUBELET_ROOT")
+	// kubeletRoots are the nodes' kubelet root directories, separated by ':' (one per node).
+	kubeletRoots = filepath.SplitList(os.Getenv("E2E_KUBELET_ROOT"))
 )
 
 const (
@@ -42,7 +44,7 @@ const (
 var _ = Describe("Operator crashes at failpoints", Label("failpoints", "membership"), Serial, func() {
 	It("converges after a crash right after each step of scale, upgrade, heal and certificate renewal", func() {
 		Expect(failpointImage).NotTo(BeEmpty(), "E2E_FAILPOINT_IMAGE: the failpoint build of the operator image (make test-e2e builds it)")
-		Expect(kubeletRoot).NotTo(BeEmpty(), "E2E_KUBELET_ROOT: the node's kubelet root directory, to read the crash counts")
+		Expect(kubeletRoots).NotTo(BeEmpty(), "E2E_KUBELET_ROOT: the nodes' kubelet root directories, to read the crash counts")
 		rollOperatorBackAtCleanup()
 
 		ns := fw.NewNamespace("failpoints")
@@ -184,7 +186,7 @@ func armOperator(phase string, armed map[string]int) *corev1.Pod {
 // failpoint's exit code.
 func expectCrashes(pod *corev1.Pod, armed map[string]int) {
 	total := 0
-	dir := filepath.Join(kubeletRoot, "pods", string(pod.UID), "volumes", "kubernetes.io~empty-dir", "failpoints")
+	dir := podVolumeDir(pod, "kubernetes.io~empty-dir", "failpoints")
 	for _, name := range failpoint.All {
 		want := armed[name]
 		total += want
@@ -238,4 +240,16 @@ func hasVolume(vs []corev1.Volume, name string) bool {
 		}
 	}
 	return false
+}
+
+// podVolumeDir is the directory of pod's volume on its node: under the kubelet root that holds the pod.
+func podVolumeDir(pod *corev1.Pod, plugin, volume string) string {
+	for _, root := range kubeletRoots {
+		podDir := filepath.Join(root, "pods", string(pod.UID))
+		if _, err := os.Stat(podDir); err == nil {
+			return filepath.Join(podDir, "volumes", plugin, volume)
+		}
+	}
+	Fail(fmt.Sprintf("pod %s (%s, node %s) is under none of the kubelet roots %v", pod.Name, pod.UID, pod.Spec.NodeName, kubeletRoots))
+	return ""
 }

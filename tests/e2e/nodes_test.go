@@ -23,19 +23,12 @@ import (
 	"github.com/seedops/etcd-operator/tests/framework"
 )
 
-// Node events on a cluster of three nodes in three zones (make cluster-up NODES=3; make test-nodes): where the
-// members land, a drain of every node in turn, a partition, a node powered off with the member's local volume
-// on it. Each runs under a writer (every acknowledged write is read back at the end) and the status sampler.
-// The specs take whole nodes away, so they run one at a time (Serial) and put every node back at cleanup.
-var _ = Describe("Node events on three nodes", Label("nodes"), Serial, func() {
-	BeforeEach(func() {
-		nodes := fw.Nodes()
-		Expect(len(nodes)).To(BeNumerically(">=", 3), "these scenarios need three nodes: make cluster-up NODES=3")
-		for i := range nodes {
-			Expect(framework.NodeReady(&nodes[i])).To(BeTrue(), "node %s is not Ready", nodes[i].Name)
-			Expect(nodes[i].Spec.Unschedulable).To(BeFalse(), "node %s is cordoned", nodes[i].Name)
-		}
-	})
+// Where the members land on a cluster of three nodes in three zones (make cluster-up NODES=3): spread, scaling
+// and an upgrade across the nodes, a learner the nodes cannot place, a restore from a node-local backup claim.
+// They take nothing away from the nodes, so they run beside the other e2e specs (make test-e2e runs them when
+// the cluster has three nodes; make test-nodes too).
+var _ = Describe("Placement on three nodes", Label("nodes", "placement"), func() {
+	BeforeEach(expectThreeReadyNodes)
 
 	It("places the members on distinct nodes and zones", func() {
 		_, c, w, s, _ := startSafetyScenario("spread")
@@ -49,84 +42,6 @@ var _ = Describe("Node events on three nodes", Label("nodes"), Serial, func() {
 			g.Expect(*cur.Status.FailureTolerance).To(Equal(etcdv1beta1.FailureTolerance{Nodes: 1, Zones: 1}))
 			g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, etcdv1beta1.ConditionSpread)).To(BeTrue())
 		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
-		w.StopAndVerify(c)
-		s.verify()
-	})
-
-	It("drains every node in turn: one member down at a time, no member replaced, Available after each", func() {
-		_, c, w, s, before := startSafetyScenario("drain")
-		nodes, _ := memberPlacement(c)
-		for node := range nodes {
-			DeferCleanup(func() { _, _ = fw.Kubectl("uncordon", node) })
-		}
-		var elections []string
-		for _, node := range slices.Sorted(maps.Keys(nodes)) {
-			leader, err := leaderPod(c)
-			Expect(err).NotTo(HaveOccurred())
-			term := raftTerm(c)
-			start := time.Now()
-			By(fmt.Sprintf("draining %s (member %s; leader %s)", node, nodes[node][0], leader))
-			drainNode(node)
-			// The member's volume is on the drained node: its pod waits there until the node is back, as it
-			// would for a kernel upgrade's reboot. No member is removed meanwhile.
-			Consistently(func(g Gomega) { expectSameMembers(g, c, before.ids, nodes[node][0]) }).
-				WithTimeout(5 * time.Second).WithPolling(time.Second).Should(Succeed())
-			out, err := fw.Kubectl("uncordon", node)
-			Expect(err).NotTo(HaveOccurred(), out)
-			fw.WaitAvailable(c, 3*time.Minute)
-			expectVotingMembers(c, memberNames(c, 3), 2*time.Minute)
-			framework.ReportDuration("drain and uncordon of "+node, time.Since(start))
-			Eventually(func(g Gomega) {
-				expectSameMembers(g, c, before.ids, "")
-				expectSameClaims(g, c, before.claims)
-			}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
-			d := raftTerm(c) - term
-			elections = append(elections, fmt.Sprintf("%s: %d", node, d))
-			if nodes[node][0] == leader {
-				Expect(d).To(BeNumerically("<=", 1), "the drain of the leader's node cost more than one election")
-			} else {
-				Expect(d).To(BeZero(), "the drain of a follower's node cost an election")
-			}
-		}
-		acked, failed := w.Counts()
-		AddReportEntry("elections per drain", fmt.Sprint(elections))
-		AddReportEntry("writer during the drains", fmt.Sprintf("%d acknowledged, %d failed, longest gap %s",
-			acked, failed, w.LongestGap().Round(time.Millisecond)))
-		w.StopAndVerify(c)
-		s.verify()
-	})
-
-	It("changes nothing when a member's node is partitioned for less than --heal-after", func() {
-		_, c, w, s, before := startSafetyScenario("partition")
-		node, member := memberNodeAwayFromOperator(c)
-		DeferCleanup(func() {
-			framework.Heal(node)
-			fw.WaitNodeReady(node, true, 2*time.Minute)
-		})
-		By(fmt.Sprintf("partitioning %s (member %s) until it is NotReady", node, member))
-		start := time.Now()
-		framework.Partition(node)
-		fw.WaitNodeReady(node, false, 2*time.Minute)
-		framework.ReportDuration("node NotReady after the partition", time.Since(start))
-		Consistently(func(g Gomega) {
-			expectSameMembers(g, c, before.ids, member)
-			expectSameClaims(g, c, before.claims)
-			expectSamePods(g, c, before.pods)
-		}).WithTimeout(15 * time.Second).WithPolling(time.Second).Should(Succeed())
-		framework.Heal(node)
-		fw.WaitNodeReady(node, true, 2*time.Minute)
-		fw.WaitAvailable(c, 3*time.Minute)
-		expectVotingMembers(c, memberNames(c, 3), 2*time.Minute)
-		framework.ReportDuration("3 ready members after the partition healed", time.Since(start))
-		Eventually(func(g Gomega) {
-			expectSameMembers(g, c, before.ids, "")
-			expectSameClaims(g, c, before.claims)
-			expectSamePods(g, c, before.pods)
-		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
-		expectAgreement(c, 3)
-		acked, failed := w.Counts()
-		AddReportEntry("writer during the partition", fmt.Sprintf("%d acknowledged, %d failed, longest gap %s",
-			acked, failed, w.LongestGap().Round(time.Millisecond)))
 		w.StopAndVerify(c)
 		s.verify()
 	})
@@ -209,6 +124,124 @@ var _ = Describe("Node events on three nodes", Label("nodes"), Serial, func() {
 		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 		fw.WaitAvailable(c, 2*time.Minute)
 		w.StopAndVerify(c)
+	})
+
+	It("restores a new cluster from a backup claim with its members on three nodes", func() {
+		ns := fw.NewNamespace("claim-restore")
+		src := fw.NewCluster(ns, "source", etcdVersion, 3)
+		src.Spec.BackupSchedule = ""
+		Expect(k8s.Create(ctx, src)).To(Succeed())
+		fw.WaitAvailable(src, 3*time.Minute)
+		want, rev := writeKeys(src, "/e2e/claim-restore", 1000)
+
+		By("taking an on-demand backup to the cluster's backup claim (node-local, ReadWriteOnce)")
+		b := &etcdv1beta1.EtcdBackup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "before-move"},
+			Spec:       etcdv1beta1.EtcdBackupSpec{ClusterName: src.Name},
+		}
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		waitBackupSucceeded(b)
+		Expect(b.Status.Revision).To(BeNumerically(">=", rev))
+		Expect(b.Status.Location).To(HavePrefix("pvc://source-backups/"))
+
+		By("restoring a new 3-member cluster from it: the members spread, the claim stays on its node")
+		restored := fw.NewCluster(ns, "restored", etcdVersion, 3)
+		restored.Spec.BackupSchedule = ""
+		restored.Spec.Bootstrap = &etcdv1beta1.BootstrapSpec{FromBackup: &etcdv1beta1.BackupSource{BackupName: b.Name}}
+		Expect(k8s.Create(ctx, restored)).To(Succeed())
+		framework.ReportDuration("cluster restored from a claim on three nodes Available", fw.WaitAvailable(restored, 5*time.Minute))
+		expectKeys(restored, "/e2e/claim-restore", want)
+		byNode, _ := memberPlacement(restored)
+		Expect(byNode).To(HaveLen(3), "restored members by node: %v", byNode)
+		Eventually(func() string { return fw.GetCluster(restored).Status.RestoredFrom }).
+			WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Equal(b.Status.Location))
+	})
+})
+
+// Node events on a cluster of three nodes in three zones (make cluster-up NODES=3; make test-nodes): a drain of
+// every node in turn, a partition, a node powered off with the member's local volume on it, two nodes lost. Each
+// runs under a writer (every acknowledged write is read back at the end) and the status sampler. The specs take
+// whole nodes away, so they run one at a time (Serial), after every spec that runs beside others, and put every
+// node back at cleanup.
+var _ = Describe("Node events on three nodes", Label("nodes"), Serial, func() {
+	BeforeEach(expectThreeReadyNodes)
+
+	It("drains every node in turn: one member down at a time, no member replaced, Available after each", func() {
+		_, c, w, s, before := startSafetyScenario("drain")
+		nodes, _ := memberPlacement(c)
+		for node := range nodes {
+			DeferCleanup(func() { _, _ = fw.Kubectl("uncordon", node) })
+		}
+		var elections []string
+		for _, node := range slices.Sorted(maps.Keys(nodes)) {
+			leader, err := leaderPod(c)
+			Expect(err).NotTo(HaveOccurred())
+			term := raftTerm(c)
+			start := time.Now()
+			By(fmt.Sprintf("draining %s (member %s; leader %s)", node, nodes[node][0], leader))
+			drainNode(node)
+			// The member's volume is on the drained node: its pod waits there until the node is back, as it
+			// would for a kernel upgrade's reboot. No member is removed meanwhile.
+			Consistently(func(g Gomega) { expectSameMembers(g, c, before.ids, nodes[node][0]) }).
+				WithTimeout(5 * time.Second).WithPolling(time.Second).Should(Succeed())
+			out, err := fw.Kubectl("uncordon", node)
+			Expect(err).NotTo(HaveOccurred(), out)
+			fw.WaitAvailable(c, 3*time.Minute)
+			expectVotingMembers(c, memberNames(c, 3), 2*time.Minute)
+			framework.ReportDuration("drain and uncordon of "+node, time.Since(start))
+			Eventually(func(g Gomega) {
+				expectSameMembers(g, c, before.ids, "")
+				expectSameClaims(g, c, before.claims)
+			}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+			d := raftTerm(c) - term
+			elections = append(elections, fmt.Sprintf("%s: %d", node, d))
+			if nodes[node][0] == leader {
+				Expect(d).To(BeNumerically("<=", 1), "the drain of the leader's node cost more than one election")
+			} else {
+				Expect(d).To(BeZero(), "the drain of a follower's node cost an election")
+			}
+		}
+		acked, failed := w.Counts()
+		AddReportEntry("elections per drain", fmt.Sprint(elections))
+		AddReportEntry("writer during the drains", fmt.Sprintf("%d acknowledged, %d failed, longest gap %s",
+			acked, failed, w.LongestGap().Round(time.Millisecond)))
+		w.StopAndVerify(c)
+		s.verify()
+	})
+
+	It("changes nothing when a member's node is partitioned for less than --heal-after", func() {
+		_, c, w, s, before := startSafetyScenario("partition")
+		node, member := memberNodeAwayFromOperator(c)
+		DeferCleanup(func() {
+			framework.Heal(node)
+			fw.WaitNodeReady(node, true, 2*time.Minute)
+		})
+		By(fmt.Sprintf("partitioning %s (member %s) until it is NotReady", node, member))
+		start := time.Now()
+		framework.Partition(node)
+		fw.WaitNodeReady(node, false, 2*time.Minute)
+		framework.ReportDuration("node NotReady after the partition", time.Since(start))
+		Consistently(func(g Gomega) {
+			expectSameMembers(g, c, before.ids, member)
+			expectSameClaims(g, c, before.claims)
+			expectSamePods(g, c, before.pods)
+		}).WithTimeout(15 * time.Second).WithPolling(time.Second).Should(Succeed())
+		framework.Heal(node)
+		fw.WaitNodeReady(node, true, 2*time.Minute)
+		fw.WaitAvailable(c, 3*time.Minute)
+		expectVotingMembers(c, memberNames(c, 3), 2*time.Minute)
+		framework.ReportDuration("3 ready members after the partition healed", time.Since(start))
+		Eventually(func(g Gomega) {
+			expectSameMembers(g, c, before.ids, "")
+			expectSameClaims(g, c, before.claims)
+			expectSamePods(g, c, before.pods)
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		expectAgreement(c, 3)
+		acked, failed := w.Counts()
+		AddReportEntry("writer during the partition", fmt.Sprintf("%d acknowledged, %d failed, longest gap %s",
+			acked, failed, w.LongestGap().Round(time.Millisecond)))
+		w.StopAndVerify(c)
+		s.verify()
 	})
 
 	DescribeTable("replaces a member whose node is lost for --heal-after, on another node, and keeps the old one out when the node is back",
@@ -441,37 +474,17 @@ var _ = Describe("Node events on three nodes", Label("nodes"), Serial, func() {
 		w.StopAndVerify(c)
 	})
 
-	It("restores a new cluster from a backup claim with its members on three nodes", func() {
-		ns := fw.NewNamespace("claim-restore")
-		src := fw.NewCluster(ns, "source", etcdVersion, 3)
-		src.Spec.BackupSchedule = ""
-		Expect(k8s.Create(ctx, src)).To(Succeed())
-		fw.WaitAvailable(src, 3*time.Minute)
-		want, rev := writeKeys(src, "/e2e/claim-restore", 1000)
-
-		By("taking an on-demand backup to the cluster's backup claim (node-local, ReadWriteOnce)")
-		b := &etcdv1beta1.EtcdBackup{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "before-move"},
-			Spec:       etcdv1beta1.EtcdBackupSpec{ClusterName: src.Name},
-		}
-		Expect(k8s.Create(ctx, b)).To(Succeed())
-		waitBackupSucceeded(b)
-		Expect(b.Status.Revision).To(BeNumerically(">=", rev))
-		Expect(b.Status.Location).To(HavePrefix("pvc://source-backups/"))
-
-		By("restoring a new 3-member cluster from it: the members spread, the claim stays on its node")
-		restored := fw.NewCluster(ns, "restored", etcdVersion, 3)
-		restored.Spec.BackupSchedule = ""
-		restored.Spec.Bootstrap = &etcdv1beta1.BootstrapSpec{FromBackup: &etcdv1beta1.BackupSource{BackupName: b.Name}}
-		Expect(k8s.Create(ctx, restored)).To(Succeed())
-		framework.ReportDuration("cluster restored from a claim on three nodes Available", fw.WaitAvailable(restored, 5*time.Minute))
-		expectKeys(restored, "/e2e/claim-restore", want)
-		byNode, _ := memberPlacement(restored)
-		Expect(byNode).To(HaveLen(3), "restored members by node: %v", byNode)
-		Eventually(func() string { return fw.GetCluster(restored).Status.RestoredFrom }).
-			WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Equal(b.Status.Location))
-	})
 })
+
+// expectThreeReadyNodes: the cluster has three nodes or more, every one Ready and schedulable.
+func expectThreeReadyNodes() {
+	nodes := fw.Nodes()
+	Expect(len(nodes)).To(BeNumerically(">=", 3), "these scenarios need three nodes: make cluster-up NODES=3")
+	for i := range nodes {
+		Expect(framework.NodeReady(&nodes[i])).To(BeTrue(), "node %s is not Ready", nodes[i].Name)
+		Expect(nodes[i].Spec.Unschedulable).To(BeFalse(), "node %s is cordoned", nodes[i].Name)
+	}
+}
 
 // powerOffNodes powers the nodes off and waits until they are NotReady; the function it returns powers them on
 // again and waits until they are Ready, and runs at the spec's end if the spec did not call it.
