@@ -371,32 +371,70 @@ func TestContinuousBackupPrunesOldChains(t *testing.T) {
 	}
 }
 
+// clientTLSFiles is a directory of the files the agent's client certificate is mounted as (ca.crt, tls.crt,
+// tls.key), with the CAs and certificates a test writes into it.
+type clientTLSFiles struct {
+	t   *testing.T
+	dir string
+	now time.Time
+}
+
+func newClientTLSFiles(t *testing.T) *clientTLSFiles {
+	return &clientTLSFiles{t: t, dir: t.TempDir(), now: time.Now()}
+}
+
+// newCA is a CA of the given name, valid for an hour.
+func (f *clientTLSFiles) newCA(name string) *pki.CA {
+	ca, _, err := pki.NewCA(name, time.Hour, f.now)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return ca
+}
+
+// write writes data as the file name and returns its path.
+func (f *clientTLSFiles) write(name string, data []byte) string {
+	path := filepath.Join(f.dir, name)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		f.t.Fatal(err)
+	}
+	return path
+}
+
+// issue is a certificate of ca for req and its key.
+func (f *clientTLSFiles) issue(ca *pki.CA, req pki.Request) ([]byte, []byte) {
+	cert, key, err := ca.Issue(req, f.now)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return cert, key
+}
+
+// mountClient writes a client certificate of ca for root, and its key, as tls.crt and tls.key, and returns
+// the certificate.
+func (f *clientTLSFiles) mountClient(ca *pki.CA) []byte {
+	cert, key := f.issue(ca, pki.Request{CommonName: "root", Usage: pki.ClientOnly, Validity: time.Hour})
+	f.write("tls.crt", cert)
+	f.write("tls.key", key)
+	return cert
+}
+
+// config is the agent's client configuration over the files, for a server of the given name.
+func (f *clientTLSFiles) config(serverName string) *tls.Config {
+	cfg, err := reloadingClientTLS(filepath.Join(f.dir, "ca.crt"), filepath.Join(f.dir, "tls.crt"), filepath.Join(f.dir, "tls.key"), serverName)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return cfg
+}
+
 // TestContinuousBackupReloadsClientCertificate: the agent presents the certificate in the mounted files
 // at each new connection, so a renewal reaches it without a restart, and a pair caught mid-update keeps
 // the last good one.
 func TestContinuousBackupReloadsClientCertificate(t *testing.T) {
-	dir := t.TempDir()
-	now := time.Now()
-	ca, _, err := pki.NewCA("test CA", time.Hour, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	issue := func() []byte {
-		cert, key, err := ca.Issue(pki.Request{CommonName: "root", Usage: pki.ClientOnly, Validity: time.Hour}, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "tls.crt"), cert, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "tls.key"), key, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return cert
-	}
-	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), ca.CertPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	files := newClientTLSFiles(t)
+	ca := files.newCA("test CA")
+	files.write("ca.crt", ca.CertPEM)
 	presented := func(cfg func(*tls.CertificateRequestInfo) (*tls.Certificate, error)) []byte {
 		c, err := cfg(nil)
 		if err != nil {
@@ -404,22 +442,17 @@ func TestContinuousBackupReloadsClientCertificate(t *testing.T) {
 		}
 		return c.Certificate[0]
 	}
-	first := issue()
-	cfg, err := reloadingClientTLS(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), "localhost")
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := files.mountClient(ca)
+	cfg := files.config("localhost")
 	der := func(certPEM []byte) []byte { return checkErr[*x509.Certificate](t)(pki.ParseCertificate(certPEM)).Raw }
 	if got := presented(cfg.GetClientCertificate); !bytes.Equal(got, der(first)) {
 		t.Fatal("the first connection does not present the mounted certificate")
 	}
-	renewed := issue()
+	renewed := files.mountClient(ca)
 	if got := presented(cfg.GetClientCertificate); !bytes.Equal(got, der(renewed)) {
 		t.Fatal("a new connection does not present the renewed certificate")
 	}
-	if err := os.WriteFile(filepath.Join(dir, "tls.key"), []byte("half-written"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	files.write("tls.key", []byte("half-written"))
 	if got := presented(cfg.GetClientCertificate); !bytes.Equal(got, der(renewed)) {
 		t.Fatal("an unreadable pair replaced the last good certificate")
 	}
@@ -429,37 +462,14 @@ func TestContinuousBackupReloadsClientCertificate(t *testing.T) {
 // then, so a CA change of a cluster whose certificates come from cert-manager (ca.crt: old CA, then both, then
 // the new one alone) reaches a long-running agent.
 func TestReloadingClientTLSTrustsTheCAsMountedNow(t *testing.T) {
-	dir, now := t.TempDir(), time.Now()
-	newTestCA := func(name string) *pki.CA {
-		ca, _, err := pki.NewCA(name, time.Hour, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ca
-	}
-	oldCA, newCA := newTestCA("old"), newTestCA("new")
-	write := func(name string, data []byte) {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	certPEM, keyPEM, err := oldCA.Issue(pki.Request{CommonName: "root", Usage: pki.ClientOnly, Validity: time.Hour}, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write("tls.crt", certPEM)
-	write("tls.key", keyPEM)
-	write("ca.crt", oldCA.CertPEM)
-	cfg, err := reloadingClientTLS(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), "etcd.example")
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := newClientTLSFiles(t)
+	oldCA, newCA := files.newCA("old"), files.newCA("new")
+	files.mountClient(oldCA)
+	files.write("ca.crt", oldCA.CertPEM)
+	cfg := files.config("etcd.example")
 	server := func(ca *pki.CA) tls.ConnectionState {
-		certPEM, _, err := ca.Issue(pki.Request{CommonName: "server", DNSNames: []string{"etcd.example"}, Usage: pki.ServerAndClient,
-			Validity: time.Hour}, now)
-		if err != nil {
-			t.Fatal(err)
-		}
+		certPEM, _ := files.issue(ca, pki.Request{CommonName: "server", DNSNames: []string{"etcd.example"}, Usage: pki.ServerAndClient,
+			Validity: time.Hour})
 		return tls.ConnectionState{ServerName: "etcd.example", PeerCertificates: []*x509.Certificate{
 			checkErr[*x509.Certificate](t)(pki.ParseCertificate(certPEM))}}
 	}
@@ -472,7 +482,7 @@ func TestReloadingClientTLSTrustsTheCAsMountedNow(t *testing.T) {
 		{[]byte("half-written"), true, true}, // the last bundle that parsed
 		{newCA.CertPEM, false, true},
 	} {
-		write("ca.crt", step.caFile)
+		files.write("ca.crt", step.caFile)
 		for _, tc := range []struct {
 			ca   *pki.CA
 			want bool
@@ -482,11 +492,7 @@ func TestReloadingClientTLSTrustsTheCAsMountedNow(t *testing.T) {
 			}
 		}
 	}
-	other, err := reloadingClientTLS(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), "other.example")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if other.VerifyConnection(server(newCA)) == nil {
+	if files.config("other.example").VerifyConnection(server(newCA)) == nil {
 		t.Error("a certificate for another name verifies")
 	}
 	if cfg.VerifyConnection(tls.ConnectionState{ServerName: "etcd.example"}) == nil {
@@ -498,47 +504,21 @@ func TestReloadingClientTLSTrustsTheCAsMountedNow(t *testing.T) {
 // new connection trusts the CAs of ca.crt as it is then: the member's certificate from a new CA verifies once
 // ca.crt holds that CA, and no longer once it does not.
 func TestReloadingClientTLSFollowsACAChangeOnRealEtcd(t *testing.T) {
-	dir, now := t.TempDir(), time.Now()
-	newTestCA := func(name string) *pki.CA {
-		ca, _, err := pki.NewCA(name, time.Hour, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ca
-	}
-	oldCA, newCA := newTestCA("old"), newTestCA("new")
+	files := newClientTLSFiles(t)
+	oldCA, newCA := files.newCA("old"), files.newCA("new")
 	both := append(append([]byte{}, oldCA.CertPEM...), newCA.CertPEM...)
-	write := func(name string, data []byte) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	issue := func(ca *pki.CA, req pki.Request) ([]byte, []byte) {
-		cert, key, err := ca.Issue(req, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cert, key
-	}
 	member := pki.Request{CommonName: "member", IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, Usage: pki.ServerAndClient, Validity: time.Hour}
-	cert, key := issue(oldCA, member)
-	// The member trusts both CAs, as members do once they restarted with the trust bundle.
-	files := &etcdtest.TLSFiles{CA: write("member-ca.crt", both), ServerCert: write("member.crt", cert), ServerKey: write("member.key", key),
-		PeerCert: filepath.Join(dir, "member.crt"), PeerKey: filepath.Join(dir, "member.key")}
+	cert, key := files.issue(oldCA, member)
+	memberCert, memberKey := files.write("member.crt", cert), files.write("member.key", key)
 	c := etcdtest.NewForTest(t, "agent-tls")
-	c.TLS = files
+	// The member trusts both CAs, as members do once they restarted with the trust bundle.
+	c.TLS = &etcdtest.TLSFiles{CA: files.write("member-ca.crt", both), ServerCert: memberCert, ServerKey: memberKey,
+		PeerCert: memberCert, PeerKey: memberKey}
 	c.StartNew(t, 1)
 
-	clientCert, clientKey := issue(oldCA, pki.Request{CommonName: "root", Usage: pki.ClientOnly, Validity: time.Hour})
-	write("tls.crt", clientCert)
-	write("tls.key", clientKey)
-	write("ca.crt", oldCA.CertPEM)
-	cfg, err := reloadingClientTLS(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), "127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	files.mountClient(oldCA)
+	files.write("ca.crt", oldCA.CertPEM)
+	cfg := files.config("127.0.0.1")
 	c.Client(t, cfg, 0) // waits for a read over the agent's configuration
 	read := func() error {
 		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{c.ClientURL(0)}, DialTimeout: 3 * time.Second, TLS: cfg, Logger: zap.NewNop()})
@@ -552,25 +532,22 @@ func TestReloadingClientTLSFollowsACAChangeOnRealEtcd(t *testing.T) {
 		return err
 	}
 
-	cert, key = issue(newCA, member)
-	write("member.crt", cert) // etcd reads its certificate on every handshake
-	write("member.key", key)
+	cert, key = files.issue(newCA, member)
+	files.write("member.crt", cert) // etcd reads its certificate on every handshake
+	files.write("member.key", key)
 	if err := read(); err == nil {
 		t.Fatal("a member certificate of a CA ca.crt lacks verifies")
 	}
-	write("ca.crt", both)
+	files.write("ca.crt", both)
 	if err := read(); err != nil {
 		t.Fatalf("ca.crt holds the member certificate's CA: %v", err)
 	}
-	write("ca.crt", newCA.CertPEM)
+	files.write("ca.crt", newCA.CertPEM)
 	if err := read(); err != nil {
 		t.Fatalf("ca.crt holds the new CA alone: %v", err)
 	}
-	other, err := reloadingClientTLS(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), "127.0.0.2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{c.ClientURL(0)}, DialTimeout: 3 * time.Second, TLS: other, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{c.ClientURL(0)}, DialTimeout: 3 * time.Second, TLS: files.config("127.0.0.2"),
+		Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}

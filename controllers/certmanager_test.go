@@ -625,45 +625,13 @@ var _ = Describe("TLS from cert-manager", func() {
 
 		It("carries a change of the issuer's CA through a trust bundle: both CAs, a roll, the new certificates, then the new CA alone", func() {
 			name := "rotated-ca"
-			old, _ := caIssuer(ctx, name)
-			c := issuedCluster(certManagerNS, name, "Issuer")
-			Expect(k8sClient.Create(ctx, c)).To(Succeed())
-			Eventually(func(g Gomega) {
-				g.Expect(k8sClient.Get(ctx, key(c.Namespace, resources.StatefulSetName(c)), &appsv1.StatefulSet{})).To(Succeed())
-				for _, leaf := range issuedLeaves(c) {
-					s := &corev1.Secret{}
-					g.Expect(k8sClient.Get(ctx, key(c.Namespace, leaf.SecretName), s)).To(Succeed())
-					g.Expect(s.Data[resources.CAKey]).To(Equal(old.CertPEM))
-				}
-			}, timeout, interval).Should(Succeed())
-
-			next, nextKey, err := pki.NewCA(name+" next CA", 24*time.Hour, time.Now())
-			Expect(err).NotTo(HaveOccurred())
-			log := &caChangeLog{old: old, new: next, both: resources.TrustBundleDigest(resources.CASet{old.Cert, next.Cert}),
-				bundleBoth: map[string]uint64{}, leafNew: map[string]uint64{}, bundleNew: map[string]uint64{}}
-			wctx, stop := context.WithCancel(ctx)
-			DeferCleanup(stop)
-			log.follow(wctx, c)
-
-			By("replacing the issuer's CA, then renewing every certificate as `cmctl renew` does")
-			caSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: certManagerNS}}
-			Expect(retryUpdate(ctx, caSecret, func(o client.Object) {
-				o.(*corev1.Secret).Data = map[string][]byte{corev1.TLSCertKey: next.CertPEM, corev1.TLSPrivateKeyKey: nextKey}
-			})).To(Succeed())
-			for _, leaf := range issuedLeaves(c) {
-				renewNow(ctx, c.Namespace, resources.CertificateName(leaf))
-			}
+			c, old := caIssuedCluster(ctx, name)
+			log := changeIssuerCA(ctx, c, name, old)
+			next := log.new
 
 			By("the members end up trusting the new CA alone, with its certificates")
 			Eventually(func(g Gomega) {
-				for _, leaf := range issuedLeaves(c) {
-					s := &corev1.Secret{}
-					g.Expect(k8sClient.Get(ctx, key(c.Namespace, leaf.SecretName), s)).To(Succeed())
-					g.Expect(s.Data[resources.CAKey]).To(Equal(next.CertPEM), "%s trusts the new CA alone", leaf.SecretName)
-					cert, err := pki.ParseCertificate(s.Data[corev1.TLSCertKey])
-					g.Expect(err).NotTo(HaveOccurred())
-					g.Expect(cert.CheckSignatureFrom(next.Cert)).To(Succeed(), "%s holds a certificate of the new CA", leaf.SecretName)
-				}
+				mountsCA(ctx, g, c, next.CertPEM, next)
 				sts := &appsv1.StatefulSet{}
 				g.Expect(k8sClient.Get(ctx, key(c.Namespace, resources.StatefulSetName(c)), sts)).To(Succeed())
 				g.Expect(sts.Spec.Template.Annotations).NotTo(HaveKey(resources.AnnotationTrustBundle))
@@ -689,46 +657,12 @@ var _ = Describe("TLS from cert-manager", func() {
 
 		It("holds the new CA's certificates until every member pod runs with the bundle, and resumes after an operator restart", func() {
 			name := "resumed-ca"
-			old, _ := caIssuer(ctx, name)
-			c := issuedCluster(certManagerNS, name, "Issuer")
-			Expect(k8sClient.Create(ctx, c)).To(Succeed())
-			Eventually(func(g Gomega) {
-				g.Expect(k8sClient.Get(ctx, key(c.Namespace, resources.StatefulSetName(c)), &appsv1.StatefulSet{})).To(Succeed())
-				for _, leaf := range issuedLeaves(c) {
-					s := &corev1.Secret{}
-					g.Expect(k8sClient.Get(ctx, key(c.Namespace, leaf.SecretName), s)).To(Succeed())
-					g.Expect(s.Data[resources.CAKey]).To(Equal(old.CertPEM))
-				}
-			}, timeout, interval).Should(Succeed())
+			c, old := caIssuedCluster(ctx, name)
 			image := resources.Image(c, resources.DefaultOptions())
 			makeMemberPods(ctx, c, 3, image)
 
-			next, nextKey, err := pki.NewCA(name+" next CA", 24*time.Hour, time.Now())
-			Expect(err).NotTo(HaveOccurred())
-			both := resources.TrustBundleDigest(resources.CASet{old.Cert, next.Cert})
-			log := &caChangeLog{old: old, new: next, both: both,
-				bundleBoth: map[string]uint64{}, leafNew: map[string]uint64{}, bundleNew: map[string]uint64{}}
-			wctx, stopWatch := context.WithCancel(ctx)
-			DeferCleanup(stopWatch)
-			log.follow(wctx, c)
-			Expect(retryUpdate(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: certManagerNS}}, func(o client.Object) {
-				o.(*corev1.Secret).Data = map[string][]byte{corev1.TLSCertKey: next.CertPEM, corev1.TLSPrivateKeyKey: nextKey}
-			})).To(Succeed())
-			for _, leaf := range issuedLeaves(c) {
-				renewNow(ctx, c.Namespace, resources.CertificateName(leaf))
-			}
-
-			// mounted checks every mounted Secret holds the given bundle and a certificate of ca.
-			mounted := func(g Gomega, bundle []byte, ca *pki.CA) {
-				for _, leaf := range issuedLeaves(c) {
-					s := &corev1.Secret{}
-					g.Expect(k8sClient.Get(ctx, key(c.Namespace, leaf.SecretName), s)).To(Succeed())
-					g.Expect(s.Data[resources.CAKey]).To(Equal(bundle), leaf.SecretName)
-					cert, err := pki.ParseCertificate(s.Data[corev1.TLSCertKey])
-					g.Expect(err).NotTo(HaveOccurred())
-					g.Expect(cert.CheckSignatureFrom(ca.Cert)).To(Succeed(), "%s holds a certificate of %s", leaf.SecretName, ca.Cert.Subject)
-				}
-			}
+			log := changeIssuerCA(ctx, c, name, old)
+			next, both := log.new, log.both
 			template := func(g Gomega) string {
 				sts := &appsv1.StatefulSet{}
 				g.Expect(k8sClient.Get(ctx, key(c.Namespace, resources.StatefulSetName(c)), sts)).To(Succeed())
@@ -737,18 +671,18 @@ var _ = Describe("TLS from cert-manager", func() {
 			bothPEM := append(append([]byte{}, old.CertPEM...), next.CertPEM...)
 			By("both CAs in the bundle and the template; the members still run without it, so the old certificates stay")
 			Eventually(func(g Gomega) {
-				mounted(g, bothPEM, old)
+				mountsCA(ctx, g, c, bothPEM, old)
 				g.Expect(template(g)).To(Equal(both))
 				g.Expect(condition(ctx, c, etcdv1beta1.ConditionProgressing)(g)).To(And(statusIs(metav1.ConditionTrue, ReasonCARotating),
 					HaveField("Message", ContainSubstring("to restart, one at a time, with the trust bundle"))))
 			}, timeout, interval).Should(Succeed())
-			Consistently(func(g Gomega) { mounted(g, bothPEM, old) }, 2*time.Second, interval).Should(Succeed())
+			Consistently(func(g Gomega) { mountsCA(ctx, g, c, bothPEM, old) }, 2*time.Second, interval).Should(Succeed())
 
 			By("an operator restart in the middle of the change")
 			stopOperator()
 			stopOperator = startOperator()
 			Consistently(func(g Gomega) {
-				mounted(g, bothPEM, old)
+				mountsCA(ctx, g, c, bothPEM, old)
 				g.Expect(template(g)).To(Equal(both))
 			}, 2*time.Second, interval).Should(Succeed(), "the restarted operator holds the certificates as the last one did")
 
@@ -771,12 +705,12 @@ var _ = Describe("TLS from cert-manager", func() {
 			By("the members restart with the bundle; until the last has, the old certificates stay")
 			restart(0, both)
 			restart(1, both)
-			Consistently(func(g Gomega) { mounted(g, bothPEM, old) }, 2*time.Second, interval).Should(Succeed())
+			Consistently(func(g Gomega) { mountsCA(ctx, g, c, bothPEM, old) }, 2*time.Second, interval).Should(Succeed())
 			restart(2, both)
 
 			By("then the new certificates, then the new CA alone, and a last roll")
 			Eventually(func(g Gomega) {
-				mounted(g, next.CertPEM, next)
+				mountsCA(ctx, g, c, next.CertPEM, next)
 				g.Expect(template(g)).To(BeEmpty())
 				g.Expect(condition(ctx, c, etcdv1beta1.ConditionProgressing)(g)).To(And(statusIs(metav1.ConditionTrue, ReasonCARotating),
 					HaveField("Message", ContainSubstring("the members restart one at a time to trust CA"))))
@@ -844,6 +778,58 @@ var _ = Describe("TLS from cert-manager", func() {
 		})
 	})
 })
+
+// caIssuedCluster creates a CA Issuer of its own CA Secret (both named name) in certManagerNS and a cluster of
+// its certificates, and waits until the cluster has its StatefulSet and every mounted Secret trusts that CA.
+func caIssuedCluster(ctx context.Context, name string) (*etcdv1beta1.EtcdCluster, *pki.CA) {
+	old, _ := caIssuer(ctx, name)
+	c := issuedCluster(certManagerNS, name, "Issuer")
+	Expect(k8sClient.Create(ctx, c)).To(Succeed())
+	Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, key(c.Namespace, resources.StatefulSetName(c)), &appsv1.StatefulSet{})).To(Succeed())
+		for _, leaf := range issuedLeaves(c) {
+			s := &corev1.Secret{}
+			g.Expect(k8sClient.Get(ctx, key(c.Namespace, leaf.SecretName), s)).To(Succeed())
+			g.Expect(s.Data[resources.CAKey]).To(Equal(old.CertPEM))
+		}
+	}, timeout, interval).Should(Succeed())
+	return c, old
+}
+
+// changeIssuerCA gives the Issuer name of c a new CA in place of old: it follows c's mounted Secrets and
+// StatefulSet from then on in the caChangeLog it returns (whose new is that CA), replaces the Issuer's CA
+// Secret and renews every certificate of c as `cmctl renew` does.
+func changeIssuerCA(ctx context.Context, c *etcdv1beta1.EtcdCluster, name string, old *pki.CA) *caChangeLog {
+	next, nextKey, err := pki.NewCA(name+" next CA", 24*time.Hour, time.Now())
+	Expect(err).NotTo(HaveOccurred())
+	log := &caChangeLog{old: old, new: next, both: resources.TrustBundleDigest(resources.CASet{old.Cert, next.Cert}),
+		bundleBoth: map[string]uint64{}, leafNew: map[string]uint64{}, bundleNew: map[string]uint64{}}
+	wctx, stop := context.WithCancel(ctx)
+	DeferCleanup(stop)
+	log.follow(wctx, c)
+
+	By("replacing the issuer's CA, then renewing every certificate as `cmctl renew` does")
+	caSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: certManagerNS}}
+	Expect(retryUpdate(ctx, caSecret, func(o client.Object) {
+		o.(*corev1.Secret).Data = map[string][]byte{corev1.TLSCertKey: next.CertPEM, corev1.TLSPrivateKeyKey: nextKey}
+	})).To(Succeed())
+	for _, leaf := range issuedLeaves(c) {
+		renewNow(ctx, c.Namespace, resources.CertificateName(leaf))
+	}
+	return log
+}
+
+// mountsCA checks every mounted Secret of c holds the given bundle as ca.crt and a certificate of ca.
+func mountsCA(ctx context.Context, g Gomega, c *etcdv1beta1.EtcdCluster, bundle []byte, ca *pki.CA) {
+	for _, leaf := range issuedLeaves(c) {
+		s := &corev1.Secret{}
+		g.Expect(k8sClient.Get(ctx, key(c.Namespace, leaf.SecretName), s)).To(Succeed())
+		g.Expect(s.Data[resources.CAKey]).To(Equal(bundle), "the ca.crt of %s", leaf.SecretName)
+		cert, err := pki.ParseCertificate(s.Data[corev1.TLSCertKey])
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(cert.CheckSignatureFrom(ca.Cert)).To(Succeed(), "%s holds a certificate of %s", leaf.SecretName, ca.Cert.Subject)
+	}
+}
 
 // conditionOf is the condition of type t of c as last read (nil when absent).
 func conditionOf(c *etcdv1beta1.EtcdCluster, t string) *metav1.Condition {
