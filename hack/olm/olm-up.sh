@@ -59,15 +59,19 @@ warnings=$(kc label --dry-run=server --overwrite ns "$OLM_NAMESPACE" pod-securit
 
 # `operator-sdk run bundle-upgrade` has no flag for its registry pod's decompression image (run bundle has
 # --decompression-image) and always uses operator-sdk's default, a public image. Name the node's busybox that way
-# in containerd's store: the kubelet does not pull a tagged image it has (IfNotPresent). Read from the pinned
-# operator-sdk module, so a version bump follows.
+# in every node's containerd store (the pod may land on any node): the kubelet does not pull a tagged image it
+# has (IfNotPresent). Read from the pinned operator-sdk module, so a version bump follows.
 sdk_dir=$(cd "$ROOT/hack/tools/operator-sdk" && GOWORK=off GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' github.com/operator-framework/operator-sdk)
 init_image=$(sed -n 's/^[[:space:]]*DefaultInitImage = "\(.*\)"$/\1/p' "$sdk_dir/internal/olm/fbcutil/util.go")
 [ -n "$init_image" ] || die "cannot find operator-sdk's DefaultInitImage"
-ctr_k8s() { ctr --address "$CONTAINERD_SOCK" -n k8s.io "$@"; }
-ctr_k8s images pull --plain-http "$BUSYBOX_IMAGE" >/dev/null
-ctr_k8s images tag --force "$BUSYBOX_IMAGE" "$init_image" >/dev/null
-log "containerd: $init_image is $BUSYBOX_IMAGE (operator-sdk bundle-upgrade's decompression image)"
+source "$ROOT/hack/node/nodes.sh"
+for i in $(node_indexes); do
+  select_node "$i"
+  # ctr fetches the image itself, from the host's registry; the node's containerd stores it.
+  ctr --address "$N_SOCK" -n k8s.io images pull --plain-http "$BUSYBOX_IMAGE" >/dev/null
+  ctr --address "$N_SOCK" -n k8s.io images tag --force "$BUSYBOX_IMAGE" "$init_image" >/dev/null
+done
+log "containerd of every node: $init_image is $BUSYBOX_IMAGE (operator-sdk bundle-upgrade's decompression image)"
 
 log "serving the catalog $CATALOG_IMAGE"
 kc apply --server-side --force-conflicts --field-manager=olm-up -f - >/dev/null <<YAML
