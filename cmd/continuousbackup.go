@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -216,6 +217,12 @@ type agent struct {
 	// resumed: a new one (the cluster was restored from a snapshot) ends what the earlier one covered.
 	history      string
 	historyKnown bool
+	// rotating is the chain this capture started by rotation while it still extends the previous chain up to
+	// the new one's base (nil otherwise). Meanwhile the store holds the new chain but not yet the previous
+	// chain's last revisions, so the catalog shows a gap this capture is about to close: it is not reported.
+	// Once the previous chain's last segment is stored, the catalog is read again. A capture that fails, or a
+	// restarted agent, keeps no such promise, and every gap in the store is reported.
+	rotating *continuous.Manifest
 }
 
 // runContinuousBackup captures the cluster into cfg.Store until ctx ends, prunes old chains, and serves
@@ -296,35 +303,58 @@ func (a *agent) observe(e continuous.Event) {
 		}
 		a.history, a.historyKnown = m.History, true
 	}
+	retainNow := func() {
+		select {
+		case a.retain <- struct{}{}:
+		default:
+		}
+	}
 	switch e.Kind {
 	case continuous.ChainStarted:
 		a.hasChain, a.captureErr = true, ""
 		a.chainsStarted++
+		a.rotating = nil
+		if m := e.Manifest; m != nil && m.Reason == continuous.ReasonRotation && m.PreviousChain != "" && m.Gap == nil {
+			a.rotating = m
+		}
 		if e.Manifest != nil {
 			a.bytes += uint64(max(e.Manifest.SnapshotBytes, 0))
 		}
 		stored()
 		// Retention and the catalog catch up at once: a new chain may make old ones prunable, and one
 		// after lost history brings a gap.
-		select {
-		case a.retain <- struct{}{}:
-		default:
-		}
+		retainNow()
 	case continuous.ChainResumed:
-		a.hasChain, a.captureErr = true, ""
+		a.hasChain, a.captureErr, a.rotating = true, "", nil
 		stored()
 	case continuous.SegmentWritten:
 		a.captureErr = ""
 		a.segments++
 		a.bytes += uint64(max(e.SegmentBytes, 0))
 		stored()
+		if r, h := a.rotating, e.Segment; r != nil && h != nil && (h.ChainID == r.ChainID || h.ChainID == r.PreviousChain && h.LastRevision >= r.BaseRevision) {
+			// The previous chain reached the new one's base: the catalog has no gap between them now.
+			a.rotating = nil
+			retainNow()
+		}
 	case continuous.GapRecorded:
 		a.gapsIn++
 	case continuous.CaptureFailed:
+		a.rotating = nil
 		if e.Err != nil {
 			a.captureErr = e.Err.Error()
 		}
 	}
+}
+
+// withoutRotationGap is gaps without the one the rotation in flight (a.rotating) is closing: the revisions
+// after what the previous chain has stored, up to the new chain's base. a.mu is held.
+func (a *agent) withoutRotationGap(gaps []continuous.Gap) []continuous.Gap {
+	r := a.rotating
+	if r == nil {
+		return gaps
+	}
+	return slices.DeleteFunc(gaps, func(g continuous.Gap) bool { return g.To == r.BaseRevision-1 })
 }
 
 func (a *agent) retentionLoop(ctx context.Context) {
@@ -374,7 +404,7 @@ func (a *agent) applyRetention(ctx context.Context) {
 	}
 	a.catalogRead = true
 	a.chains = len(cat.Chains)
-	a.gaps = cat.Gaps()
+	a.gaps = a.withoutRotationGap(cat.Gaps())
 	if rs := cat.Ranges(); len(rs) > 0 {
 		a.oldestRevision, a.oldestTime = rs[0].First, rs[0].FirstTime
 		last := rs[len(rs)-1]
