@@ -60,9 +60,10 @@ type etcdMember struct {
 	IsLearner  bool     `json:"isLearner"`
 }
 
-// memberList runs `etcdctl member list` inside the cluster, from pod.
-func memberList(c *etcdv1beta1.EtcdCluster, pod string) ([]etcdMember, error) {
-	out, err := etcdctl(c, pod, "member", "list", "-w", "json")
+// memberList runs `etcdctl member list` inside the cluster, from pod, with etcdctl's flags (by default,
+// through the client Service).
+func memberList(c *etcdv1beta1.EtcdCluster, pod string, flags ...string) ([]etcdMember, error) {
+	out, err := etcdctl(c, pod, append(flags, "member", "list", "-w", "json")...)
 	if err != nil {
 		return nil, err
 	}

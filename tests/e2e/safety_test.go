@@ -465,7 +465,9 @@ func memberNamesByIDG(g Gomega, c *etcdv1beta1.EtcdCluster) map[uint64]string {
 	return out
 }
 
-// expectSameMembers checks that etcd lists exactly the members of ids, asked from a ready pod other than skip.
+// expectSameMembers checks that etcd lists exactly the members of ids, asked of the member of a ready pod other
+// than skip: not through the client Service, which may still send the connection to skip's member (cut off,
+// say) until its endpoint is withdrawn.
 func expectSameMembers(g Gomega, c *etcdv1beta1.EtcdCluster, ids map[string]uint64, skip string) {
 	var from string
 	for _, p := range fw.MemberPods(c) {
@@ -475,7 +477,7 @@ func expectSameMembers(g Gomega, c *etcdv1beta1.EtcdCluster, ids map[string]uint
 		}
 	}
 	g.Expect(from).NotTo(BeEmpty(), "no ready member pod to ask")
-	members, err := memberList(c, from)
+	members, err := memberList(c, from, "--endpoints="+localURL(c))
 	g.Expect(err).NotTo(HaveOccurred())
 	got := map[string]uint64{}
 	for _, m := range members {
