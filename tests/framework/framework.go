@@ -120,12 +120,28 @@ func FindKubectl() (string, error) {
 // NewNamespace creates a namespace that enforces the restricted Pod Security Standard (etcd pods and the
 // operator must pass it), and deletes it (with everything in it) when the spec or container ends.
 func (f *Framework) NewNamespace(prefix string) string {
-	return f.newNamespace(prefix, map[string]string{
+	return f.newNamespace(prefix, restrictedNamespaceLabels())
+}
+
+// NewNamespaces is NewNamespace for each prefix, in order, with one cleanup that deletes them all at once and
+// then waits for each: a spec with many namespaces does not wait for them one after the other.
+func (f *Framework) NewNamespaces(prefixes ...string) []string {
+	names := make([]string, len(prefixes))
+	for i, prefix := range prefixes {
+		names[i] = f.createNamespace(prefix, restrictedNamespaceLabels())
+	}
+	ginkgo.DeferCleanup(f.deleteNamespaces, names)
+	return names
+}
+
+// restrictedNamespaceLabels enforce the restricted Pod Security Standard, as the operator's pods must pass it.
+func restrictedNamespaceLabels() map[string]string {
+	return map[string]string{
 		"pod-security.kubernetes.io/enforce":         "restricted",
 		"pod-security.kubernetes.io/enforce-version": "latest",
 		"pod-security.kubernetes.io/warn":            "restricted",
 		"pod-security.kubernetes.io/audit":           "restricted",
-	})
+	}
 }
 
 // NewUnrestrictedNamespace is NewNamespace without a Pod Security Standard to enforce, for pods the project
@@ -135,21 +151,38 @@ func (f *Framework) NewUnrestrictedNamespace(prefix string) string {
 }
 
 func (f *Framework) newNamespace(prefix string, labels map[string]string) string {
+	name := f.createNamespace(prefix, labels)
+	ginkgo.DeferCleanup(f.deleteNamespaces, []string{name})
+	return name
+}
+
+func (f *Framework) createNamespace(prefix string, labels map[string]string) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: f.NamespacePrefix + prefix + "-", Labels: labels}}
-	gomega.ExpectWithOffset(2, f.Client.Create(f.Ctx, ns)).To(gomega.Succeed())
-	ginkgo.DeferCleanup(func() {
-		if ginkgo.CurrentSpecReport().Failed() {
-			f.DumpNamespace(ns.Name)
-		}
-		bg := context.Background()
-		gomega.Expect(client.IgnoreNotFound(f.Client.Delete(bg, ns))).To(gomega.Succeed())
-		if f.NamespaceGoneTimeout > 0 {
-			gomega.Eventually(func() bool {
-				return apierrors.IsNotFound(f.Client.Get(bg, client.ObjectKeyFromObject(ns), &corev1.Namespace{}))
-			}).WithTimeout(f.NamespaceGoneTimeout).WithPolling(f.poll()).Should(gomega.BeTrue(), "namespace %s still terminating", ns.Name)
-		}
-	})
+	gomega.ExpectWithOffset(3, f.Client.Create(f.Ctx, ns)).To(gomega.Succeed())
 	return ns.Name
+}
+
+// deleteNamespaces dumps the namespaces of a failed spec, deletes them all, then waits until each is gone (when
+// NamespaceGoneTimeout is set).
+func (f *Framework) deleteNamespaces(names []string) {
+	if ginkgo.CurrentSpecReport().Failed() {
+		for _, name := range names {
+			f.DumpNamespace(name)
+		}
+	}
+	bg := context.Background()
+	for _, name := range names {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		gomega.Expect(client.IgnoreNotFound(f.Client.Delete(bg, ns))).To(gomega.Succeed())
+	}
+	if f.NamespaceGoneTimeout <= 0 {
+		return
+	}
+	for _, name := range names {
+		gomega.Eventually(func() bool {
+			return apierrors.IsNotFound(f.Client.Get(bg, client.ObjectKey{Name: name}, &corev1.Namespace{}))
+		}).WithTimeout(f.NamespaceGoneTimeout).WithPolling(f.poll()).Should(gomega.BeTrue(), "namespace %s still terminating", name)
+	}
 }
 
 // NewCluster is the README's four-field sample EtcdCluster (daily backups, 1Gi volumes) with images from
