@@ -10,6 +10,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -55,9 +56,12 @@ type auditEvent struct {
 	ResponseStatus struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
-	// RequestObject is the deletion's options.
+	// RequestObject is the deletion's options: its grace period, and the UID of the pod it was meant for.
 	RequestObject struct {
 		GracePeriodSeconds *int64 `json:"gracePeriodSeconds"`
+		Preconditions      struct {
+			UID types.UID `json:"uid"`
+		} `json:"preconditions"`
 	} `json:"requestObject"`
 }
 

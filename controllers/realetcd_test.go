@@ -1332,12 +1332,16 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 				LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
 			Expect(k8sClient.Status().Update(ctx, n)).To(Succeed())
 		}
-		operatorDeletions := func(pod string) []auditEvent {
+		// operatorDeletions lists the operator's deletions of pod from the audit log, since time since (the
+		// ordered container's earlier specs delete pods of the same names).
+		operatorDeletions := func(pod string, since time.Time) []auditEvent {
 			events, err := podDeletionEvents(realNS, pod)
 			Expect(err).NotTo(HaveOccurred())
 			var out []auditEvent
 			for _, e := range events {
-				if strings.HasSuffix(e.UserAgent, "/operator "+realNS) {
+				at, err := time.Parse(time.RFC3339Nano, e.StageTimestamp)
+				Expect(err).NotTo(HaveOccurred())
+				if strings.HasSuffix(e.UserAgent, "/operator "+realNS) && !at.Before(since) {
 					out = append(out, e)
 				}
 			}
@@ -1384,6 +1388,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		})
 
 		It("replaces its member: removed from etcd first, then its pod deleted at once with its claim; nothing comes back with the node", func() {
+			started := time.Now()
 			victim := resources.MemberName(c, 2)
 			claimName := resources.DataVolumeName + "-" + victim
 			oldID := memberID(victim)
@@ -1433,9 +1438,12 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 
 			By("powering node-2 off: its kubelet stops reporting, its member's etcd stops with it")
 			kubelet.placeOn(2, "node-3") // the StatefulSet's next pod of member 2 is scheduled elsewhere
+			// The node is marked down before its etcd stops (at the fake kubelet's next sync): it has then been
+			// down for heal-after when the member is due, and is lost. A node marked down later is not yet lost
+			// then, and its pod is first deleted for its kubelet to confirm (deleteData).
+			setNodeReady("node-2", corev1.ConditionUnknown)
 			kubelet.loseNode("node-2", true)
 			DeferCleanup(kubelet.loseNode, "node-2", false)
-			setNodeReady("node-2", corev1.ConditionUnknown)
 			// The node controller marks the pods of a node that stopped reporting not ready.
 			oldPod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "NodeNotReady", LastTransitionTime: metav1.Now()}}
 			Expect(k8sClient.Status().Update(ctx, oldPod)).To(Succeed())
@@ -1467,10 +1475,11 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 			Expect(violations).To(BeEmpty())
 			Expect(sawRemovedWithPod).To(BeTrue(), "the member was seen removed while its pod still existed")
 			mu.Unlock()
-			deletions := operatorDeletions(victim)
+			deletions := operatorDeletions(victim, started)
 			Expect(deletions).NotTo(BeEmpty())
 			for _, e := range deletions {
 				Expect(e.forced()).To(BeTrue(), "the operator deleted %s on the lost node with grace period 0: %+v", victim, e)
+				Expect(e.RequestObject.Preconditions.UID).To(Equal(oldPod.UID), "the operator deleted the old pod only: %+v", e)
 			}
 			Eventually(func(g Gomega) {
 				events, err := eventsWithReason(ctx, c, ReasonNodeLost)
@@ -1496,6 +1505,7 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		})
 
 		It("deletes a member's pod on a Ready node as usual, for its kubelet to confirm", func() {
+			started := time.Now()
 			victim := resources.MemberName(c, 1)
 			oldID := memberID(victim)
 			oldPod := &corev1.Pod{}
@@ -1518,10 +1528,11 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 				g.Expect(memberID(victim)).NotTo(Equal(oldID))
 			}, 2*time.Minute, 250*time.Millisecond).Should(Succeed())
 
-			deletions := operatorDeletions(victim)
+			deletions := operatorDeletions(victim, started)
 			Expect(deletions).NotTo(BeEmpty())
 			for _, e := range deletions {
 				Expect(e.forced()).To(BeFalse(), "the operator left %s's end to its kubelet: %+v", victim, e)
+				Expect(e.RequestObject.Preconditions.UID).To(Equal(oldPod.UID), "the operator deleted the old pod only: %+v", e)
 			}
 			Expect(eventsWithReason(ctx, c, ReasonNodeLost)).To(HaveLen(len(lostEvents)), "no node was lost")
 		})

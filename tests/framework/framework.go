@@ -128,7 +128,7 @@ func (f *Framework) NewNamespace(prefix string) string {
 func (f *Framework) NewNamespaces(prefixes ...string) []string {
 	names := make([]string, len(prefixes))
 	for i, prefix := range prefixes {
-		names[i] = f.createNamespace(prefix, restrictedNamespaceLabels())
+		names[i] = f.createNamespace(2, prefix, restrictedNamespaceLabels())
 	}
 	ginkgo.DeferCleanup(f.deleteNamespaces, names)
 	return names
@@ -151,14 +151,15 @@ func (f *Framework) NewUnrestrictedNamespace(prefix string) string {
 }
 
 func (f *Framework) newNamespace(prefix string, labels map[string]string) string {
-	name := f.createNamespace(prefix, labels)
+	name := f.createNamespace(3, prefix, labels)
 	ginkgo.DeferCleanup(f.deleteNamespaces, []string{name})
 	return name
 }
 
-func (f *Framework) createNamespace(prefix string, labels map[string]string) string {
+// createNamespace creates a namespace named after prefix; a failure points offset frames up (the spec's line).
+func (f *Framework) createNamespace(offset int, prefix string, labels map[string]string) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: f.NamespacePrefix + prefix + "-", Labels: labels}}
-	gomega.ExpectWithOffset(3, f.Client.Create(f.Ctx, ns)).To(gomega.Succeed())
+	gomega.ExpectWithOffset(offset, f.Client.Create(f.Ctx, ns)).To(gomega.Succeed())
 	return ns.Name
 }
 
