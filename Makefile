@@ -65,6 +65,9 @@ KUBECTL ?= $(KUBE_BIN)/kubectl
 CERT_MANAGER_DIR := $(LOCALBIN)/cert-manager-$(CERT_MANAGER_VERSION)
 # envtest finds kube-apiserver and etcd here (a directory of links to the binaries built from source).
 ENVTEST_ASSETS := $(LOCALBIN)/envtest/$(K8S_VERSION)-etcd-$(ETCD_VERSION)
+# How long envtest waits for its etcd and kube-apiserver to start (its own default is 20 s). CI runs the envtest
+# suites beside the node stages at the lowest CPU weight, where a kube-apiserver took longer than that.
+export KUBEBUILDER_CONTROLPLANE_START_TIMEOUT ?= 2m
 
 .PHONY: all
 all: build
