@@ -146,6 +146,7 @@ func main() {
 	setupLog.Info("starting manager", "watchNamespaces", os.Getenv("WATCH_NAMESPACE"), "clusterDomain", clusterDomain)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		setupLog.Error(err, "problem running manager")
+		failpoint.RecordExit(err.Error())
 		os.Exit(1)
 	}
 }

@@ -28,6 +28,11 @@ const (
 	ExitCode = 77
 	// TerminationLog receives "failpoint <name> fired (<n>)", so the pod's status says which one fired.
 	TerminationLog = "/dev/termination-log"
+	// ExitsFile, in EnvStateDir, lists the exits the process chose itself (RecordExit), one reason a line:
+	// with the failpoints' counts it accounts for every restart of the container.
+	ExitsFile = "exits"
+	// ExitPrefix starts the termination message of an exit RecordExit recorded.
+	ExitPrefix = "operator stopped: "
 )
 
 // Crash is the panic value of a failpoint that fired.

@@ -20,6 +20,9 @@ func Arm(name string, _ int) { panic("failpoint " + name + ": built without the 
 // Disarm does nothing without the failpoints tag: nothing can be armed.
 func Disarm() {}
 
+// RecordExit does nothing without the failpoints tag.
+func RecordExit(string) {}
+
 // Fired is empty without the failpoints tag.
 func Fired() map[string]int { return nil }
 

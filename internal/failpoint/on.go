@@ -115,6 +115,34 @@ func Fired() map[string]int {
 	return out
 }
 
+// RecordExit records, in a process armed by ArmFromEnv, that the process is about to exit on its own for
+// reason (its manager stopped: a lost leader lease, say), in ExitsFile and in the termination message. A test
+// counting the container's restarts then tells such an exit from a crash nothing accounts for (a panic, an
+// OOM kill).
+func RecordExit(reason string) {
+	mu.Lock()
+	dir := stateDir
+	mu.Unlock()
+	if dir == "" {
+		return
+	}
+	reason = strings.ReplaceAll(reason, "\n", " ")
+	if f, err := os.OpenFile(filepath.Join(dir, ExitsFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
+		_, _ = f.WriteString(reason + "\n")
+		_ = f.Close()
+	}
+	writeTerminationLog(ExitPrefix + reason)
+}
+
+// writeTerminationLog writes msg only into a termination log the kubelet mounted: never creates
+// /dev/termination-log elsewhere.
+func writeTerminationLog(msg string) {
+	if f, err := os.OpenFile(TerminationLog, os.O_WRONLY|os.O_TRUNC, 0); err == nil {
+		_, _ = f.WriteString(msg)
+		_ = f.Close()
+	}
+}
+
 // Inject crashes when name is armed: it panics with Crash (Arm, in-process tests) or, armed by
 // ArmFromEnv, records the crash and exits the process at once (no deferred function runs).
 func Inject(name string) {
@@ -134,11 +162,7 @@ func Inject(name string) {
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(strconv.Itoa(count)), 0o600); err != nil {
 		msg += "; recording it failed: " + err.Error()
 	}
-	// Only into a termination log the kubelet mounted: never create /dev/termination-log elsewhere.
-	if f, err := os.OpenFile(TerminationLog, os.O_WRONLY|os.O_TRUNC, 0); err == nil {
-		_, _ = f.WriteString(msg)
-		_ = f.Close()
-	}
+	writeTerminationLog(msg)
 	fmt.Fprintln(os.Stderr, msg)
 	os.Exit(ExitCode)
 }
