@@ -194,10 +194,12 @@ var _ = Describe("Chaos", Label("chaos"), Serial, func() {
 			total += n
 		}
 		Expect(faults["member-kill"]+faults["network-cut"]).To(BeNumerically(">", 0), "the schedule injected no member fault")
-		summary := fmt.Sprintf("chaos %s (seed %d): %d faults (%d member kills, %d operator kills, %d network cuts); "+
+		summary := fmt.Sprintf("chaos %s (seed %d): %d faults (%d member kills, %d operator kills, %d network cuts, "+
+			"%d node power cycles, %d node partitions); "+
 			"writes attempted %d, acknowledged %d, failed %d; availability %.2f%% of write attempts, %.2f%% of the time; "+
 			"longest unavailable window %s (at %.1fs); all %d acknowledged writes verified",
 			chaos.Round(time.Second), seed, total, faults["member-kill"], faults["operator-kill"], faults["network-cut"],
+			faults["node-power-cycle"], faults["node-partition"],
 			st.attempts, st.acked, st.failed, 100*float64(st.acked)/float64(max(st.attempts, 1)), 100*st.timeAvailable,
 			st.longestGap.Round(10*time.Millisecond), st.longestGapAt.Sub(start).Seconds(), w.AckedCount())
 		AddReportEntry("chaos", summary)
