@@ -1325,13 +1325,15 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 		// healAfter is the manager's heal delay in these specs: long enough to read status during it.
 		const healAfter = 8 * time.Second
 		nodes := []string{"node-0", "node-1", "node-2", "node-3"}
-		setNodeReady := func(name string, status corev1.ConditionStatus) {
+		// setNodeReadySince sets node name's Ready condition, last changed at since.
+		setNodeReadySince := func(name string, status corev1.ConditionStatus, since time.Time) {
 			n := &corev1.Node{}
 			Expect(k8sClient.Get(ctx, client.ObjectKey{Name: name}, n)).To(Succeed())
 			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, Reason: "Test",
-				LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+				LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.NewTime(since)}}
 			Expect(k8sClient.Status().Update(ctx, n)).To(Succeed())
 		}
+		setNodeReady := func(name string, status corev1.ConditionStatus) { setNodeReadySince(name, status, time.Now()) }
 		// operatorDeletions lists the operator's deletions of pod from the audit log, since time since (the
 		// ordered container's earlier specs delete pods of the same names).
 		operatorDeletions := func(pod string, since time.Time) []auditEvent {
@@ -1438,10 +1440,11 @@ var _ = Describe("EtcdCluster controller with real etcd", Ordered, func() {
 
 			By("powering node-2 off: its kubelet stops reporting, its member's etcd stops with it")
 			kubelet.placeOn(2, "node-3") // the StatefulSet's next pod of member 2 is scheduled elsewhere
-			// The node is marked down before its etcd stops (at the fake kubelet's next sync): it has then been
-			// down for heal-after when the member is due, and is lost. A node marked down later is not yet lost
-			// then, and its pod is first deleted for its kubelet to confirm (deleteData).
-			setNodeReady("node-2", corev1.ConditionUnknown)
+			// The node stopped reporting heal-after ago, before its etcd stops (at the fake kubelet's next sync):
+			// it is lost whenever the member is due, even when a slow health check on a loaded machine started
+			// the member's heal clock before the node went down. A node down for less than heal-after when the
+			// member is due is not yet lost, and its pod is first deleted for its kubelet to confirm (deleteData).
+			setNodeReadySince("node-2", corev1.ConditionUnknown, time.Now().Add(-healAfter))
 			kubelet.loseNode("node-2", true)
 			DeferCleanup(kubelet.loseNode, "node-2", false)
 			// The node controller marks the pods of a node that stopped reporting not ready.
