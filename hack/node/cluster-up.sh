@@ -322,7 +322,7 @@ start_controller_manager() {
     --bind-address=127.0.0.1 --leader-elect=false --use-service-account-credentials=true \
     --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
     --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
-    --profiling=false
+    --profiling=false --node-monitor-grace-period=20s
 }
 
 start_scheduler() {
@@ -393,6 +393,7 @@ clusterDNS: [$NODE_IP]
 resolvConf: $STATE/resolv.conf
 podLogsDir: $N_STATE/pod-logs$([ -n "$N_CGROUP" ] && printf '\ncgroupRoot: %s' "$N_CGROUP")
 oomScoreAdj: 0
+nodeLeaseDurationSeconds: 20
 failSwapOn: false
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
