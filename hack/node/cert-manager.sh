@@ -2,8 +2,9 @@
 # Installs cert-manager on the running local node: its CRDs (deploy/crds of the pinned module) and its controller
 # (the CA issuer's control loops, hack/certmanager, built by hack/build-certmanager.sh) as a Deployment in the
 # namespace cert-manager, from an image built offline like the node's others. cert-manager's webhook and cainjector
-# are left out: the suites create only valid objects, and nothing here injects CA bundles. Run before the operator
-# is deployed: the operator watches Certificates only when the API server serves them at its start. Idempotent.
+# are left out: the suites create only valid objects, and nothing here injects CA bundles. The operator watches
+# Certificates only when the API server serves them at its start: one deployed earlier (make deploy, by another
+# stage) is restarted, as its status asks a human to. Idempotent.
 source "$(dirname "$0")/lib.sh"
 [ -f "$KUBECONFIG_PATH" ] || die "no node: run make cluster-up"
 source "$HACK/imagelib.sh"
@@ -93,4 +94,16 @@ spec:
           capabilities: {drop: [ALL]}
 YAML
 kc -n cert-manager rollout status deployment/cert-manager --timeout=3m
+
+# An operator (make deploy) whose pod started before the Certificate kind existed watches no Certificates. Both
+# times are RFC 3339 in UTC, which compare as text.
+OPERATOR_NS=etcd-operator-system OPERATOR_DEPLOYMENT=etcd-operator-controller-manager
+operator_started=$(kc -n "$OPERATOR_NS" get pods -l control-plane=controller-manager \
+  -o jsonpath='{range .items[*]}{.status.startTime}{"\n"}{end}' 2>/dev/null | sort | head -n 1)
+certificates_since=$(kc get crd certificates.cert-manager.io -o jsonpath='{.metadata.creationTimestamp}')
+if [ -n "$operator_started" ] && [[ ! "$operator_started" > "$certificates_since" ]]; then
+  log "the operator started before cert-manager's Certificate kind existed: restarting it"
+  kc -n "$OPERATOR_NS" rollout restart "deployment/$OPERATOR_DEPLOYMENT" >/dev/null
+  kc -n "$OPERATOR_NS" rollout status "deployment/$OPERATOR_DEPLOYMENT" --timeout=3m
+fi
 echo "cert-manager $CM_VERSION: controller $ref"
